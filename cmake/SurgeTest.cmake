@@ -1,0 +1,15 @@
+# surge_test(NAME SOURCES ... LIBS ... LABELS ... [TIMEOUT s])
+# One GoogleTest binary, registered with ctest under the given labels
+# (unit, integration, fuse, rdma, fault) so a developer can run a slice.
+function(surge_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  add_test(NAME ${name} COMMAND ${name})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+    ENVIRONMENT "SURGE_BUILD_DIR=${PROJECT_BINARY_DIR};SURGE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()

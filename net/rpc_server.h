@@ -1,0 +1,105 @@
+// RpcServer: accepts connections on one transport (tcp:// or rdma://),
+// authenticates each with the cluster key, and dispatches requests to
+// handlers. Handlers run on a worker pool and may block (RocksDB, pread);
+// the transport's I/O threads never wait on them. A handler's Status
+// reaches the caller intact (code and message).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "net/buffer_pool.h"
+#include "net/bulk.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace surge::net {
+
+// What a handler sees of the request besides its body.
+class RpcContext {
+ public:
+  virtual ~RpcContext() = default;
+  virtual BulkHandle& bulk() = 0;
+  // "tcp://127.0.0.1:53412"
+  virtual const std::string& peer() const = 0;
+  // The server's registered pool: pull into / push from its buffers.
+  virtual BufferPool& pool() = 0;
+};
+
+using RawHandler =
+    std::function<Status(RpcContext& ctx, std::string_view request, std::string& response)>;
+
+enum class HandlerMode {
+  kWorker,  // on the worker pool; may block
+  kInline,  // on the I/O thread; must never block (pings, tiny lookups)
+};
+
+struct ServerOptions {
+  // "tcp://HOST:PORT" or "rdma://HOST:PORT"; port 0 picks a free one.
+  std::string listen = "tcp://127.0.0.1:0";
+  std::string cluster_key;  // shared secret; connections must prove it
+  int io_threads = 2;
+  int worker_threads = 8;
+  uint32_t credits_per_connection = 128;  // requests in flight per connection
+  BufferPoolOptions pool;
+};
+
+class RpcServer {
+ public:
+  static Result<std::unique_ptr<RpcServer>> Create(ServerOptions options);
+  virtual ~RpcServer() = default;
+
+  // Register before start(). A second handler for the same id is a
+  // programmer error.
+  virtual void add_raw(uint16_t service, uint16_t method, RawHandler handler,
+                       HandlerMode mode = HandlerMode::kWorker) = 0;
+
+  // Typed: add<MyMethod>([](RpcContext&, const Req&, Resp&) -> Status {...});
+  template <typename M, typename F>
+  void add(F&& fn, HandlerMode mode = HandlerMode::kWorker);
+
+  virtual Status start() = 0;
+  // Stops accepting, fails in-flight work with Cancelled, joins threads.
+  virtual void stop() = 0;
+
+  // The address actually bound, e.g. "tcp://127.0.0.1:40123".
+  virtual std::string address() const = 0;
+  virtual uint16_t port() const = 0;
+  virtual BufferPool& pool() = 0;
+};
+
+namespace detail {
+bool parse_message(google::protobuf::MessageLite& msg, std::string_view bytes);
+bool serialize_message(const google::protobuf::MessageLite& msg, std::string& out);
+}  // namespace detail
+
+template <typename M, typename F>
+void RpcServer::add(F&& fn, HandlerMode mode) {
+  add_raw(
+      M::kService, M::kMethod,
+      [fn = std::forward<F>(fn)](RpcContext& ctx, std::string_view req_bytes,
+                                 std::string& resp_bytes) -> Status {
+        typename M::Request req;
+        if (!detail::parse_message(req, req_bytes)) {
+          return Status::ProtocolError("malformed request body for method " +
+                                       std::to_string(M::kService) + "." +
+                                       std::to_string(M::kMethod));
+        }
+        typename M::Response resp;
+        Status st = fn(ctx, req, resp);
+        if (!st.ok()) return st;
+        if (!detail::serialize_message(resp, resp_bytes)) {
+          return Status::Internal("cannot serialize response");
+        }
+        return Status::OK();
+      },
+      mode);
+}
+
+}  // namespace surge::net

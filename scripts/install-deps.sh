@@ -1,0 +1,39 @@
+#!/bin/bash
+# Installs every Debian 12 package Surge needs to build, test, benchmark and
+# run a local cluster. Idempotent: packages already present are left alone.
+# Run as root on a fresh machine; it runs `apt-get update` first.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  # libraries
+  libboost1.81-dev libprotobuf-dev protobuf-compiler
+  librocksdb-dev libfuse3-dev fuse3
+  libibverbs-dev librdmacm-dev ibverbs-providers rdma-core ibverbs-utils
+  libssl-dev libisal-dev liburing-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # test and benchmark tools
+  fio iperf3 perftest attr rsync psmisc procps util-linux e2fsprogs
+  # the Soft-RoCE VM the RDMA tests run in
+  qemu-system-x86 linux-image-amd64 busybox-static iproute2 cpio kmod
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (apt-get install)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
