@@ -1,0 +1,18 @@
+// Method ids of the object data server (service kServiceOds).
+#pragma once
+
+#include "net/method.h"
+#include "net/proto/ods.pb.h"
+#include "net/proto/services.h"
+
+namespace surge::proto::ods {
+
+using OdsWrite = net::MethodDef<kServiceOds, 1, WriteRequest, WriteReply>;
+using OdsRead = net::MethodDef<kServiceOds, 2, ReadRequest, ReadReply>;
+using OdsTruncate = net::MethodDef<kServiceOds, 3, TruncateRequest, TruncateReply>;
+using OdsRemove = net::MethodDef<kServiceOds, 4, RemoveRequest, RemoveReply>;
+using OdsStat = net::MethodDef<kServiceOds, 5, StatRequest, StatReply>;
+using OdsSync = net::MethodDef<kServiceOds, 6, SyncRequest, SyncReply>;
+using OdsStatFs = net::MethodDef<kServiceOds, 7, StatFsRequest, StatFsReply>;
+
+}  // namespace surge::proto::ods
