@@ -19,6 +19,34 @@ using MdsSessionHeartbeat =
     net::MethodDef<kServiceMds, 11, SessionHeartbeatRequest, SessionHeartbeatReply>;
 using MdsCloseSession = net::MethodDef<kServiceMds, 12, CloseSessionRequest, CloseSessionReply>;
 
-// namespace operations: ids 20 and up, defined by the MDS.
+// namespace operations. Every request carries Credentials; errors are
+// errno-exact Status codes (common/status.h).
+using MdsLookup = net::MethodDef<kServiceMds, 20, LookupRequest, EntryReply>;
+using MdsGetAttr = net::MethodDef<kServiceMds, 21, GetAttrRequest, EntryReply>;
+using MdsSetAttr = net::MethodDef<kServiceMds, 22, SetAttrRequest, EntryReply>;
+using MdsCreate = net::MethodDef<kServiceMds, 23, CreateRequest, EntryReply>;
+using MdsMknod = net::MethodDef<kServiceMds, 24, MknodRequest, EntryReply>;
+using MdsMkdir = net::MethodDef<kServiceMds, 25, MkdirRequest, EntryReply>;
+using MdsUnlink = net::MethodDef<kServiceMds, 26, UnlinkRequest, UnlinkReply>;
+using MdsRmdir = net::MethodDef<kServiceMds, 27, UnlinkRequest, UnlinkReply>;
+using MdsRename = net::MethodDef<kServiceMds, 28, RenameRequest, RenameReply>;
+using MdsLink = net::MethodDef<kServiceMds, 29, LinkRequest, EntryReply>;
+using MdsSymlink = net::MethodDef<kServiceMds, 30, SymlinkRequest, EntryReply>;
+using MdsReadlink = net::MethodDef<kServiceMds, 31, ReadlinkRequest, ReadlinkReply>;
+using MdsReadDir = net::MethodDef<kServiceMds, 32, ReadDirRequest, ReadDirReply>;
+using MdsStatFs = net::MethodDef<kServiceMds, 33, StatFsRequest, StatFsReply>;
+using MdsSetXattr = net::MethodDef<kServiceMds, 34, SetXattrRequest, SetXattrReply>;
+using MdsGetXattr = net::MethodDef<kServiceMds, 35, GetXattrRequest, GetXattrReply>;
+using MdsListXattr = net::MethodDef<kServiceMds, 36, ListXattrRequest, ListXattrReply>;
+using MdsRemoveXattr = net::MethodDef<kServiceMds, 37, RemoveXattrRequest, RemoveXattrReply>;
+using MdsSetLayout = net::MethodDef<kServiceMds, 38, SetLayoutRequest, SetLayoutReply>;
+using MdsGetLayout = net::MethodDef<kServiceMds, 39, GetLayoutRequest, GetLayoutReply>;
+using MdsReportSize = net::MethodDef<kServiceMds, 40, ReportSizeRequest, EntryReply>;
+using MdsOpen = net::MethodDef<kServiceMds, 41, OpenRequest, EntryReply>;
+using MdsClose = net::MethodDef<kServiceMds, 42, CloseRequest, CloseReply>;
+using MdsAccess = net::MethodDef<kServiceMds, 43, AccessRequest, AccessReply>;
+
+// The root directory's inode number.
+inline constexpr uint64_t kRootIno = 1;
 
 }  // namespace surge::proto::mds
