@@ -1,0 +1,237 @@
+// libsurge: the native Surge client. This header (with surge/surge.h, its C
+// twin) is the whole public API; everything under client/lib is private.
+//
+// A Client holds one session with the metadata server (heartbeated in the
+// background), the cluster map, and connections to the data servers. File
+// data is striped: an IO is split at stripe boundaries and the pieces go to
+// their data servers in parallel, each carrying a CRC32C that the other side
+// checks. Consistency is close-to-open: what one client wrote is visible to
+// another after the writer's close/fsync and the reader's open.
+//
+// Two levels of API on one object:
+//   * inode level (lookup/getattr/create/... by inode number), which the
+//     FUSE mount uses, with the caller's credentials for permission checks;
+//   * path level (stat/open/mkdir/... by "/a/b" path), for tools and apps.
+// Every call is thread-safe. Errors are Status values whose code maps to
+// errno (Status::to_errno); data-server failures surface as IOError (EIO)
+// within ClientOptions::io_timeout, never as a hang.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace surge {
+
+using Ino = uint64_t;
+
+struct ClientOptions {
+  // "tcp://HOST:PORT", "rdma://HOST:PORT" or "HOST:PORT" (tcp).
+  std::string mds_address;
+  // The cluster key itself, or a file holding it (cluster_key wins).
+  std::string cluster_key;
+  std::string cluster_key_file;
+  // "tcp" or "rdma": how data servers are reached when their map address
+  // has no scheme.
+  std::string transport = "tcp";
+  std::string client_name;  // shown by the MDS; default "hostname:pid"
+  std::chrono::milliseconds connect_timeout{3000};
+  // Metadata calls; an MDS that is restarting is retried for this long.
+  std::chrono::milliseconds mds_timeout{30000};
+  // One data-server request: past this it fails with EIO.
+  std::chrono::milliseconds io_timeout{10000};
+  // Bound on file bytes in flight to data servers per IO call.
+  size_t max_inflight_bytes = 32u << 20;
+  // How often the end of written data is reported to the MDS while writing.
+  std::chrono::milliseconds size_report_interval{1000};
+  // Registered buffer pool size for the zero-copy path (1 MiB buffers).
+  size_t pool_buffers = 64;
+};
+
+// Who is asking: the MDS checks permissions against these.
+struct Caller {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;
+  static Caller Current();  // this process's ids and supplementary groups
+};
+
+struct TimeSpec {
+  int64_t sec = 0;
+  uint32_t nsec = 0;
+};
+
+struct Attr {
+  Ino ino = 0;
+  uint32_t mode = 0;  // type and permission bits, as st_mode
+  uint32_t nlink = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  uint64_t rdev = 0;
+  TimeSpec atime, mtime, ctime;
+  uint64_t generation = 0;
+};
+
+// setattr: which fields of SetAttr apply.
+enum SetAttrMask : uint32_t {
+  kSetMode = 1u << 0,
+  kSetUid = 1u << 1,
+  kSetGid = 1u << 2,
+  kSetSize = 1u << 3,
+  kSetAtime = 1u << 4,
+  kSetMtime = 1u << 5,
+  kSetAtimeNow = 1u << 6,
+  kSetMtimeNow = 1u << 7,
+  kSetCtime = 1u << 8,
+};
+struct SetAttr {
+  uint32_t mask = 0;
+  uint32_t mode = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  TimeSpec atime, mtime, ctime;
+};
+
+struct DirEntry {
+  std::string name;
+  Attr attr;           // readdirplus: full attributes
+  uint64_t cookie = 0; // resume readdir after this entry
+};
+struct DirPage {
+  std::vector<DirEntry> entries;
+  bool eof = false;
+};
+
+struct FsStat {
+  uint64_t block_size = 4096;
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t total_inodes = 0;
+  uint64_t free_inodes = 0;
+  uint32_t max_name = 255;
+};
+
+struct StripeLayout {
+  uint32_t stripe_size = 0;
+  uint32_t stripe_count = 0;
+  std::vector<uint32_t> targets;
+};
+
+// rename flags, as renameat2.
+enum RenameFlags : uint32_t { kRenameNoReplace = 1, kRenameExchange = 2 };
+// setxattr flags, as setxattr(2).
+enum XattrFlags : uint32_t { kXattrCreate = 1, kXattrReplace = 2 };
+
+// An open file. Shared by all users of the handle; closed by Client::close
+// (or when the last reference goes, reporting the size on the way out).
+class File {
+ public:
+  virtual ~File() = default;
+  virtual Ino ino() const = 0;
+  virtual int flags() const = 0;  // O_* flags it was opened with
+};
+using FileRef = std::shared_ptr<File>;
+
+// Memory for the zero-copy path: a buffer of the client's registered pool.
+// pread/pwrite into it skip the bounce copy over RDMA.
+class RegisteredBuffer {
+ public:
+  virtual ~RegisteredBuffer() = default;
+  virtual std::byte* data() = 0;
+  virtual size_t size() const = 0;
+};
+
+class Client {
+ public:
+  static constexpr Ino kRootIno = 1;
+
+  // Connects to the MDS, opens a session, fetches the cluster map.
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  virtual ~Client() = default;
+
+  // ---- inode level --------------------------------------------------------
+  virtual Result<Attr> lookup(Ino parent, std::string_view name, const Caller& c) = 0;
+  virtual Result<Attr> getattr(Ino ino, const Caller& c) = 0;
+  // access(2): mask of R_OK, W_OK, X_OK (0: existence).
+  virtual Status access(Ino ino, uint32_t mask, const Caller& c) = 0;
+  // A size change truncates (or extends) the file at the MDS and on the
+  // data servers.
+  virtual Result<Attr> setattr(Ino ino, const SetAttr& sa, const Caller& c) = 0;
+  virtual Result<Attr> mkdir(Ino parent, std::string_view name, uint32_t mode,
+                             const Caller& c) = 0;
+  virtual Result<Attr> mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                             const Caller& c) = 0;
+  virtual Result<Attr> symlink(Ino parent, std::string_view name, std::string_view target,
+                               const Caller& c) = 0;
+  virtual Result<std::string> readlink(Ino ino) = 0;
+  virtual Result<Attr> link(Ino ino, Ino new_parent, std::string_view new_name,
+                            const Caller& c) = 0;
+  virtual Status unlink(Ino parent, std::string_view name, const Caller& c) = 0;
+  virtual Status rmdir(Ino parent, std::string_view name, const Caller& c) = 0;
+  virtual Status rename(Ino parent, std::string_view name, Ino new_parent,
+                        std::string_view new_name, uint32_t flags, const Caller& c) = 0;
+  // Entries after `cookie` (0: from the start), at most max_entries.
+  virtual Result<DirPage> readdir(Ino dir, uint64_t cookie, size_t max_entries,
+                                  const Caller& c) = 0;
+  virtual Result<std::string> getxattr(Ino ino, std::string_view name, const Caller& c) = 0;
+  virtual Status setxattr(Ino ino, std::string_view name, std::string_view value,
+                          uint32_t flags, const Caller& c) = 0;
+  virtual Result<std::vector<std::string>> listxattr(Ino ino, const Caller& c) = 0;
+  virtual Status removexattr(Ino ino, std::string_view name, const Caller& c) = 0;
+  virtual Result<FsStat> statfs() = 0;
+  virtual Result<StripeLayout> get_layout(Ino ino, const Caller& c) = 0;
+  virtual Status set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
+                                const Caller& c) = 0;
+
+  // Opens an existing inode (flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC,
+  // O_APPEND); checks access at the MDS.
+  virtual Result<FileRef> open(Ino ino, int flags, const Caller& c) = 0;
+  // Creates name in parent (O_EXCL: EEXIST if present) and opens it.
+  virtual Result<FileRef> create(Ino parent, std::string_view name, uint32_t mode, int flags,
+                                 const Caller& c, Attr* attr_out) = 0;
+
+  // ---- file data ------------------------------------------------------------
+  // Short only at end of file; holes read as zeros.
+  virtual Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) = 0;
+  // O_APPEND files write at the end whatever offset says.
+  virtual Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) = 0;
+  // Data durable on the data servers, size recorded at the MDS.
+  virtual Status fsync(File& f, bool data_only = false) = 0;
+  // Size recorded at the MDS (close-to-open).
+  virtual Status flush(File& f) = 0;
+  // flush, then tell the MDS this client no longer holds the file open.
+  virtual Status close(FileRef f) = 0;
+  virtual Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) = 0;
+
+  // ---- path level (absolute paths from the file system root) --------------
+  Result<Attr> resolve(std::string_view path, const Caller& c);
+  Result<Attr> stat(std::string_view path, const Caller& c = {});
+  Result<FileRef> open(std::string_view path, int flags, uint32_t mode = 0644,
+                       const Caller& c = {});
+  Status mkdir(std::string_view path, uint32_t mode, const Caller& c = {});
+  Status unlink(std::string_view path, const Caller& c = {});
+  Status rmdir(std::string_view path, const Caller& c = {});
+  Status rename(std::string_view from, std::string_view to, uint32_t flags = 0,
+                const Caller& c = {});
+  Status link(std::string_view existing, std::string_view new_path, const Caller& c = {});
+  Status symlink(std::string_view target, std::string_view link_path, const Caller& c = {});
+  Status truncate(std::string_view path, uint64_t size, const Caller& c = {});
+  // Every entry of a directory, all pages.
+  Result<std::vector<DirEntry>> list(std::string_view path, const Caller& c = {});
+
+ protected:
+  // Splits "/a/b/c" into the parent's inode and the last name.
+  Result<std::pair<Ino, std::string>> resolve_parent(std::string_view path, const Caller& c);
+};
+
+}  // namespace surge

@@ -1,0 +1,749 @@
+#include "client/lib/client_impl.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "net/cluster_key.h"
+
+namespace surge::client {
+
+namespace mds = proto::mds;
+
+// ---- conversions -------------------------------------------------------------
+
+namespace {
+
+TimeSpec ts_from_ns(uint64_t ns) {
+  return TimeSpec{static_cast<int64_t>(ns / 1000000000ull), static_cast<uint32_t>(ns % 1000000000ull)};
+}
+uint64_t ns_from_ts(const TimeSpec& t) {
+  return static_cast<uint64_t>(t.sec) * 1000000000ull + t.nsec;
+}
+
+std::string default_client_name() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return std::string(host) + ":" + std::to_string(getpid());
+}
+
+}  // namespace
+
+Attr attr_from_proto(const mds::Attr& a) {
+  Attr r;
+  r.ino = a.ino();
+  r.mode = a.mode();
+  r.nlink = a.nlink();
+  r.uid = a.uid();
+  r.gid = a.gid();
+  r.size = a.size();
+  r.rdev = a.rdev();
+  r.atime = ts_from_ns(a.atime_ns());
+  r.mtime = ts_from_ns(a.mtime_ns());
+  r.ctime = ts_from_ns(a.ctime_ns());
+  r.generation = a.generation();
+  return r;
+}
+
+StripeLayout layout_from_proto(const mds::Layout& l) {
+  StripeLayout r;
+  r.stripe_size = l.stripe_size();
+  r.stripe_count = l.stripe_count();
+  r.targets.assign(l.targets().begin(), l.targets().end());
+  return r;
+}
+
+mds::Credentials cred_to_proto(const Caller& c) {
+  mds::Credentials p;
+  p.set_uid(c.uid);
+  p.set_gid(c.gid);
+  for (uint32_t g : c.groups) p.add_groups(g);
+  return p;
+}
+
+// ---- file handles -------------------------------------------------------------
+
+FileImpl::~FileImpl() {
+  if (!closed.load() && owner != nullptr) {
+    Status st = owner->close_handle(*this);
+    if (!st.ok()) SLOG_WARN("client: implicit close of inode {}: {}", state->ino, st.ToString());
+  }
+}
+
+namespace {
+
+class PoolRegisteredBuffer : public RegisteredBuffer {
+ public:
+  explicit PoolRegisteredBuffer(net::PoolBuffer b, size_t size) : buf_(std::move(b)), size_(size) {}
+  std::byte* data() override { return buf_.data(); }
+  size_t size() const override { return size_; }
+
+ private:
+  net::PoolBuffer buf_;
+  size_t size_;
+};
+
+// Larger than the pool's biggest class: plain page-aligned memory, which the
+// transport bounces through its pool over RDMA.
+class HeapRegisteredBuffer : public RegisteredBuffer {
+ public:
+  explicit HeapRegisteredBuffer(size_t size) : size_(size) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, size) != 0) p = nullptr;
+    data_ = static_cast<std::byte*>(p);
+  }
+  ~HeapRegisteredBuffer() override { free(data_); }
+  std::byte* data() override { return data_; }
+  size_t size() const override { return size_; }
+  bool ok() const { return data_ != nullptr; }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t size_;
+};
+
+}  // namespace
+
+// ---- lifecycle ------------------------------------------------------------------
+
+ClientImpl::ClientImpl(const ClientOptions& options) : options_(options) {}
+
+Result<std::unique_ptr<ClientImpl>> ClientImpl::Create(const ClientOptions& options) {
+  if (options.mds_address.empty()) return Status::InvalidArgument("no MDS address given");
+  std::unique_ptr<ClientImpl> c(new ClientImpl(options));
+  SURGE_RETURN_IF_ERROR(c->start());
+  return c;
+}
+
+Status ClientImpl::start() {
+  key_ = options_.cluster_key;
+  if (key_.empty()) {
+    if (options_.cluster_key_file.empty()) {
+      return Status::InvalidArgument("no cluster key or cluster key file given");
+    }
+    SURGE_ASSIGN_OR_RETURN(key_, net::load_cluster_key(options_.cluster_key_file));
+  }
+  if (options_.client_name.empty()) options_.client_name = default_client_name();
+
+  net::BufferPoolOptions po;
+  po.name = "client";
+  po.classes = {{1u << 20, std::max<size_t>(options_.pool_buffers, 4)}};
+  po.huge_pages = false;
+  SURGE_ASSIGN_OR_RETURN(pool_, net::BufferPool::Create(po));
+
+  net::ChannelOptions co;
+  co.cluster_key = key_;
+  co.connect_timeout = options_.connect_timeout;
+  co.call_timeout = options_.mds_timeout;
+  co.pool = pool_.get();
+  mds_ = std::make_unique<MdsLink>(options_.mds_address, co, options_.mds_timeout);
+
+  net::ChannelOptions oo = co;
+  oo.call_timeout = options_.io_timeout;
+  oo.connect_timeout = std::min(options_.connect_timeout, options_.io_timeout);
+  ods_channels_ = std::make_unique<net::ChannelPool>(oo);
+
+  map_ = std::make_unique<ClusterMapCache>(
+      [this]() -> Result<mds::ClusterMap> {
+        mds::GetClusterMapRequest req;
+        mds::GetClusterMapReply resp;
+        SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetClusterMap>(req, &resp));
+        return resp.map();
+      },
+      options_.transport.empty() ? std::string("tcp") : options_.transport);
+  io_ = std::make_unique<StripeIo>(
+      map_.get(), ods_channels_.get(),
+      StripeIo::Options{options_.io_timeout, options_.max_inflight_bytes});
+
+  SURGE_RETURN_IF_ERROR(reopen_session());
+  SURGE_RETURN_IF_ERROR(map_->refresh());
+  bg_ = std::thread([this] { background_loop(); });
+  SLOG_INFO("client: connected to MDS at {} (session {}, map version {})", options_.mds_address,
+            session(), map_->version());
+  return Status::OK();
+}
+
+ClientImpl::~ClientImpl() {
+  {
+    std::lock_guard lk(bg_mu_);
+    stopping_ = true;
+  }
+  bg_cv_.notify_all();
+  if (bg_.joinable()) bg_.join();
+  // Report what is still unreported; opens die with the session.
+  std::vector<std::shared_ptr<InodeState>> open;
+  {
+    std::lock_guard lk(inodes_mu_);
+    for (auto& [ino, st] : inodes_) open.push_back(st);
+  }
+  for (auto& st : open) (void)report_size(*st, false);
+  if (session() != 0 && mds_) {
+    mds::CloseSessionRequest req;
+    req.set_session_id(session());
+    mds::CloseSessionReply resp;
+    (void)mds_->call<mds::MdsCloseSession>(req, &resp);
+  }
+}
+
+Status ClientImpl::reopen_session() {
+  mds::OpenSessionRequest req;
+  req.set_client_name(options_.client_name);
+  mds::OpenSessionReply resp;
+  SURGE_RETURN_IF_ERROR_CTX(mds_->call<mds::MdsOpenSession>(req, &resp),
+                            "opening a session with the MDS at " + options_.mds_address);
+  session_id_ = resp.session_id();
+  if (resp.heartbeat_interval_ms() > 0) {
+    heartbeat_interval_ = std::chrono::milliseconds(resp.heartbeat_interval_ms());
+  }
+  // Re-record the opens this client holds (after an MDS restart).
+  std::vector<std::shared_ptr<InodeState>> open;
+  {
+    std::lock_guard lk(inodes_mu_);
+    for (auto& [ino, st] : inodes_) open.push_back(st);
+  }
+  for (auto& st : open) {
+    mds::OpenRequest oreq;
+    {
+      std::lock_guard lk(st->mu);
+      *oreq.mutable_cred() = cred_to_proto(st->last_caller);
+      oreq.set_flags(static_cast<uint32_t>(st->last_flags & ~(O_TRUNC | O_CREAT | O_EXCL)));
+    }
+    oreq.set_session_id(session());
+    oreq.set_ino(st->ino);
+    mds::EntryReply oresp;
+    Status s = mds_->call<mds::MdsOpen>(oreq, &oresp);
+    if (!s.ok()) SLOG_WARN("client: re-recording open of inode {}: {}", st->ino, s.ToString());
+  }
+  return Status::OK();
+}
+
+void ClientImpl::background_loop() {
+  auto next_heartbeat = std::chrono::steady_clock::now() + heartbeat_interval_;
+  auto tick = std::min(options_.size_report_interval, heartbeat_interval_);
+  if (tick.count() <= 0) tick = std::chrono::milliseconds(1000);
+  std::unique_lock lk(bg_mu_);
+  while (!stopping_) {
+    bg_cv_.wait_for(lk, tick, [this] { return stopping_; });
+    if (stopping_) break;
+    lk.unlock();
+    // Sizes of files being written, so other clients see them grow.
+    std::vector<std::shared_ptr<InodeState>> open;
+    {
+      std::lock_guard ilk(inodes_mu_);
+      for (auto& [ino, st] : inodes_) open.push_back(st);
+    }
+    for (auto& st : open) {
+      Status s = report_size(*st, false);
+      if (!s.ok()) SLOG_WARN("client: periodic size report of inode {}: {}", st->ino, s.ToString());
+    }
+    if (std::chrono::steady_clock::now() >= next_heartbeat) {
+      next_heartbeat = std::chrono::steady_clock::now() + heartbeat_interval_;
+      mds::SessionHeartbeatRequest req;
+      req.set_session_id(session());
+      mds::SessionHeartbeatReply resp;
+      Status s = mds_->call<mds::MdsSessionHeartbeat>(req, &resp);
+      if (s.ok()) {
+        map_->note_version(resp.map_version());
+      } else if (s.code() == Code::kNotFound) {
+        SLOG_WARN("client: MDS forgot session {} (restart?); opening a new one", session());
+        Status r = reopen_session();
+        if (!r.ok()) SLOG_WARN("client: {}", r.ToString());
+        map_->mark_stale();
+      } else {
+        SLOG_WARN("client: session heartbeat: {}", s.ToString());
+      }
+    }
+    lk.lock();
+  }
+}
+
+// ---- namespace -------------------------------------------------------------------
+
+Attr ClientImpl::merge_local(Attr a) {
+  std::shared_ptr<InodeState> st;
+  {
+    std::lock_guard lk(inodes_mu_);
+    auto it = inodes_.find(a.ino);
+    if (it == inodes_.end()) return a;
+    st = it->second;
+  }
+  std::lock_guard lk(st->mu);
+  st->mds_size = a.size;
+  if (st->written_end > a.size) a.size = st->written_end;
+  return a;
+}
+
+Result<Attr> ClientImpl::lookup(Ino parent, std::string_view name, const Caller& c) {
+  mds::LookupRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLookup>(req, &resp));
+  return merge_local(attr_from_proto(resp.attr()));
+}
+
+Result<Attr> ClientImpl::getattr(Ino ino, const Caller& c) {
+  mds::GetAttrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetAttr>(req, &resp));
+  return merge_local(attr_from_proto(resp.attr()));
+}
+
+Status ClientImpl::access(Ino ino, uint32_t mask, const Caller& c) {
+  mds::AccessRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_mask(mask);
+  mds::AccessReply resp;
+  return mds_->call<mds::MdsAccess>(req, &resp);
+}
+
+Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
+  std::shared_ptr<InodeState> st;
+  {
+    std::lock_guard lk(inodes_mu_);
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end()) st = it->second;
+  }
+  // Our own unreported writes first, so a truncate is ordered after them.
+  if (st && (sa.mask & kSetSize)) SURGE_RETURN_IF_ERROR(report_size(*st, false));
+  mds::SetAttrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  uint32_t v = 0;
+  if (sa.mask & kSetMode) v |= mds::SETATTR_MODE;
+  if (sa.mask & kSetUid) v |= mds::SETATTR_UID;
+  if (sa.mask & kSetGid) v |= mds::SETATTR_GID;
+  if (sa.mask & kSetSize) v |= mds::SETATTR_SIZE;
+  if (sa.mask & kSetAtime) v |= mds::SETATTR_ATIME;
+  if (sa.mask & kSetMtime) v |= mds::SETATTR_MTIME;
+  if (sa.mask & kSetCtime) v |= mds::SETATTR_CTIME;
+  if (sa.mask & kSetAtimeNow) v |= mds::SETATTR_ATIME_NOW;
+  if (sa.mask & kSetMtimeNow) v |= mds::SETATTR_MTIME_NOW;
+  req.set_valid(v);
+  req.set_mode(sa.mode & 07777);
+  req.set_uid(sa.uid);
+  req.set_gid(sa.gid);
+  req.set_size(sa.size);
+  req.set_atime_ns(ns_from_ts(sa.atime));
+  req.set_mtime_ns(ns_from_ts(sa.mtime));
+  req.set_ctime_ns(ns_from_ts(sa.ctime));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSetAttr>(req, &resp));
+  if (st && (sa.mask & kSetSize)) {
+    std::lock_guard lk(st->mu);
+    st->mds_size = resp.attr().size();
+    st->written_end = std::min(st->written_end, sa.size);
+    st->reported_end = std::min(st->reported_end, sa.size);
+  }
+  return merge_local(attr_from_proto(resp.attr()));
+}
+
+Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
+                               const Caller& c) {
+  mds::MkdirRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_mode(mode);
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMkdir>(req, &resp));
+  return attr_from_proto(resp.attr());
+}
+
+Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                               const Caller& c) {
+  mds::MknodRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_mode(mode);
+  req.set_rdev(rdev);
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMknod>(req, &resp));
+  return attr_from_proto(resp.attr());
+}
+
+Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_view target,
+                                 const Caller& c) {
+  mds::SymlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_target(std::string(target));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSymlink>(req, &resp));
+  return attr_from_proto(resp.attr());
+}
+
+Result<std::string> ClientImpl::readlink(Ino ino) {
+  mds::ReadlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(Caller{});
+  req.set_ino(ino);
+  mds::ReadlinkReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsReadlink>(req, &resp));
+  return resp.target();
+}
+
+Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name,
+                              const Caller& c) {
+  mds::LinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_new_parent(new_parent);
+  req.set_new_name(std::string(new_name));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLink>(req, &resp));
+  return merge_local(attr_from_proto(resp.attr()));
+}
+
+Status ClientImpl::unlink(Ino parent, std::string_view name, const Caller& c) {
+  mds::UnlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  mds::UnlinkReply resp;
+  return mds_->call<mds::MdsUnlink>(req, &resp);
+}
+
+Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
+  mds::UnlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  mds::UnlinkReply resp;
+  return mds_->call<mds::MdsRmdir>(req, &resp);
+}
+
+Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
+                          std::string_view new_name, uint32_t flags, const Caller& c) {
+  mds::RenameRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_old_parent(parent);
+  req.set_old_name(std::string(name));
+  req.set_new_parent(new_parent);
+  req.set_new_name(std::string(new_name));
+  req.set_flags(flags);
+  mds::RenameReply resp;
+  return mds_->call<mds::MdsRename>(req, &resp);
+}
+
+Result<DirPage> ClientImpl::readdir(Ino dir, uint64_t cookie, size_t max_entries,
+                                    const Caller& c) {
+  mds::ReadDirRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(dir);
+  req.set_cookie(cookie);
+  req.set_max_entries(static_cast<uint32_t>(max_entries));
+  req.set_plus(true);
+  mds::ReadDirReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsReadDir>(req, &resp));
+  DirPage page;
+  page.eof = resp.eof();
+  page.entries.reserve(resp.entries_size());
+  for (const auto& e : resp.entries()) {
+    DirEntry d;
+    d.name = e.name();
+    d.cookie = e.cookie();
+    if (e.has_attr()) {
+      d.attr = merge_local(attr_from_proto(e.attr()));
+    } else {
+      d.attr.ino = e.ino();
+      d.attr.mode = e.type();
+    }
+    page.entries.push_back(std::move(d));
+  }
+  return page;
+}
+
+Result<std::string> ClientImpl::getxattr(Ino ino, std::string_view name, const Caller& c) {
+  mds::GetXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_name(std::string(name));
+  req.set_size(1u << 20);  // larger than any value (64 KiB limit)
+  mds::GetXattrReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetXattr>(req, &resp));
+  return resp.value();
+}
+
+Status ClientImpl::setxattr(Ino ino, std::string_view name, std::string_view value,
+                            uint32_t flags, const Caller& c) {
+  mds::SetXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_name(std::string(name));
+  req.set_value(std::string(value));
+  req.set_flags(flags);
+  mds::SetXattrReply resp;
+  return mds_->call<mds::MdsSetXattr>(req, &resp);
+}
+
+Result<std::vector<std::string>> ClientImpl::listxattr(Ino ino, const Caller& c) {
+  mds::ListXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_size(1u << 24);
+  mds::ListXattrReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsListXattr>(req, &resp));
+  return std::vector<std::string>(resp.names().begin(), resp.names().end());
+}
+
+Status ClientImpl::removexattr(Ino ino, std::string_view name, const Caller& c) {
+  mds::RemoveXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_name(std::string(name));
+  mds::RemoveXattrReply resp;
+  return mds_->call<mds::MdsRemoveXattr>(req, &resp);
+}
+
+Result<FsStat> ClientImpl::statfs() {
+  mds::StatFsRequest req;
+  *req.mutable_cred() = cred_to_proto(Caller{});
+  mds::StatFsReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsStatFs>(req, &resp));
+  FsStat s;
+  s.block_size = resp.block_size() ? resp.block_size() : 4096;
+  s.total_bytes = resp.capacity_bytes();
+  s.free_bytes = resp.free_bytes();
+  s.total_inodes = resp.inodes_used() + resp.inodes_free();
+  s.free_inodes = resp.inodes_free();
+  s.max_name = resp.name_max() ? resp.name_max() : 255;
+  return s;
+}
+
+Result<StripeLayout> ClientImpl::get_layout(Ino ino, const Caller& c) {
+  mds::GetLayoutRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  mds::GetLayoutReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetLayout>(req, &resp));
+  return layout_from_proto(resp.layout());
+}
+
+Status ClientImpl::set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
+                                  const Caller& c) {
+  mds::SetLayoutRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(dir);
+  req.mutable_layout()->set_stripe_size(stripe_size);
+  req.mutable_layout()->set_stripe_count(stripe_count);
+  mds::SetLayoutReply resp;
+  return mds_->call<mds::MdsSetLayout>(req, &resp);
+}
+
+// ---- open files -----------------------------------------------------------------
+
+std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& pa, int flags,
+                                               const Caller& c) {
+  std::shared_ptr<InodeState> st;
+  {
+    std::lock_guard lk(inodes_mu_);
+    auto& slot = inodes_[a.ino];
+    if (!slot) {
+      slot = std::make_shared<InodeState>();
+      slot->ino = a.ino;
+    }
+    st = slot;
+  }
+  std::lock_guard lk(st->mu);
+  st->layout = layout_from_proto(pa.layout());
+  st->mds_size = a.size;
+  if (flags & O_TRUNC) {
+    st->written_end = 0;
+    st->reported_end = 0;
+  }
+  st->opens++;
+  st->last_caller = c;
+  st->last_flags = flags;
+  return st;
+}
+
+Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c) {
+  mds::OpenRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_session_id(session());
+  req.set_ino(ino);
+  req.set_flags(static_cast<uint32_t>(flags));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsOpen>(req, &resp));
+  Attr a = attr_from_proto(resp.attr());
+  auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c);
+  f->owner = this;
+  return FileRef(f);
+}
+
+Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t mode, int flags,
+                                   const Caller& c, Attr* attr_out) {
+  mds::CreateRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_mode(mode & 07777);
+  req.set_exclusive((flags & O_EXCL) != 0);
+  req.set_session_id(session());
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsCreate>(req, &resp));
+  Attr a = attr_from_proto(resp.attr());
+  if (!resp.created() && (flags & O_TRUNC) && a.size > 0) {
+    // An existing file opened with O_CREAT|O_TRUNC: truncate it now.
+    SetAttr sa;
+    sa.mask = kSetSize;
+    sa.size = 0;
+    auto t = setattr(a.ino, sa, c);
+    if (!t.ok()) {
+      mds::CloseRequest creq;
+      creq.set_session_id(session());
+      creq.set_ino(a.ino);
+      mds::CloseReply cresp;
+      (void)mds_->call<mds::MdsClose>(creq, &cresp);
+      return t.status();
+    }
+    a.size = 0;
+  }
+  auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c);
+  f->owner = this;
+  if (attr_out != nullptr) *attr_out = merge_local(a);
+  return FileRef(f);
+}
+
+Status ClientImpl::report_size(InodeState& st, bool force) {
+  uint64_t end;
+  {
+    std::lock_guard lk(st.mu);
+    if (!st.dirty && !force) return Status::OK();
+    end = st.written_end;
+    st.dirty = false;
+  }
+  mds::ReportSizeRequest req;
+  *req.mutable_cred() = cred_to_proto(Caller{});
+  req.set_ino(st.ino);
+  req.set_end(end);
+  req.set_mtime_ns(0);
+  mds::EntryReply resp;
+  Status s = mds_->call<mds::MdsReportSize>(req, &resp);
+  std::lock_guard lk(st.mu);
+  if (!s.ok()) {
+    st.dirty = true;  // try again next time
+    return s.WithContext("reporting the size of inode " + std::to_string(st.ino));
+  }
+  st.reported_end = std::max(st.reported_end, end);
+  st.mds_size = resp.attr().size();
+  return Status::OK();
+}
+
+Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t offset) {
+  auto& f = static_cast<FileImpl&>(file);
+  if ((f.flags() & O_ACCMODE) == O_WRONLY) {
+    return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open write-only");
+  }
+  uint64_t size;
+  StripeLayout layout;
+  {
+    std::lock_guard lk(f.state->mu);
+    size = std::max(f.state->mds_size, f.state->written_end);
+    layout = f.state->layout;
+  }
+  if (offset >= size || len == 0) return size_t{0};
+  size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
+  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
+  return n;
+}
+
+Result<size_t> ClientImpl::pwrite(File& file, const void* buf, size_t len, uint64_t offset) {
+  auto& f = static_cast<FileImpl&>(file);
+  if ((f.flags() & O_ACCMODE) == O_RDONLY) {
+    return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open read-only");
+  }
+  if (len == 0) return size_t{0};
+  if (f.flags() & O_APPEND) {
+    SURGE_ASSIGN_OR_RETURN(Attr a, getattr(f.ino(), f.caller));
+    offset = a.size;
+  }
+  StripeLayout layout;
+  {
+    std::lock_guard lk(f.state->mu);
+    layout = f.state->layout;
+  }
+  SURGE_RETURN_IF_ERROR(io_->write(f.ino(), layout, buf, len, offset));
+  std::lock_guard lk(f.state->mu);
+  f.state->written_end = std::max(f.state->written_end, offset + len);
+  f.state->dirty = true;
+  return len;
+}
+
+Status ClientImpl::fsync(File& file, bool data_only) {
+  auto& f = static_cast<FileImpl&>(file);
+  StripeLayout layout;
+  {
+    std::lock_guard lk(f.state->mu);
+    layout = f.state->layout;
+  }
+  if (layout.stripe_count > 0) SURGE_RETURN_IF_ERROR(io_->sync(f.ino(), layout));
+  return report_size(*f.state, false);
+}
+
+Status ClientImpl::flush(File& file) {
+  auto& f = static_cast<FileImpl&>(file);
+  return report_size(*f.state, false);
+}
+
+Status ClientImpl::close_handle(FileImpl& f) {
+  if (f.closed.exchange(true)) return Status::OK();
+  Status first = report_size(*f.state, false);
+  bool last;
+  {
+    std::lock_guard lk(f.state->mu);
+    last = --f.state->opens == 0;
+  }
+  if (last) {
+    std::lock_guard lk(inodes_mu_);
+    auto it = inodes_.find(f.ino());
+    if (it != inodes_.end() && it->second == f.state) {
+      std::lock_guard slk(f.state->mu);
+      if (f.state->opens == 0) inodes_.erase(it);
+    }
+  }
+  mds::CloseRequest req;
+  req.set_session_id(session());
+  req.set_ino(f.ino());
+  mds::CloseReply resp;
+  Status s = mds_->call<mds::MdsClose>(req, &resp);
+  if (!s.ok() && first.ok()) first = s.WithContext("closing inode " + std::to_string(f.ino()));
+  return first;
+}
+
+Status ClientImpl::close(FileRef f) {
+  if (!f) return Status::InvalidArgument("close of a null file");
+  return close_handle(static_cast<FileImpl&>(*f));
+}
+
+Result<std::unique_ptr<RegisteredBuffer>> ClientImpl::register_buffer(size_t size) {
+  if (size <= pool_->max_buffer_size()) {
+    auto b = pool_->acquire(size, options_.io_timeout);
+    if (b.ok()) {
+      return std::unique_ptr<RegisteredBuffer>(new PoolRegisteredBuffer(std::move(*b), size));
+    }
+  }
+  auto h = std::make_unique<HeapRegisteredBuffer>(size);
+  if (!h->ok()) return Status::ResourceExhausted("cannot allocate a " + std::to_string(size) +
+                                                 "-byte buffer");
+  return std::unique_ptr<RegisteredBuffer>(std::move(h));
+}
+
+}  // namespace surge::client
+
+namespace surge {
+
+Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  SURGE_ASSIGN_OR_RETURN(auto c, client::ClientImpl::Create(options));
+  return std::unique_ptr<Client>(std::move(c));
+}
+
+}  // namespace surge

@@ -1,0 +1,149 @@
+// ClientImpl: libsurge's Client. Owns the MDS link and session, the cluster
+// map, the data-server channels and the striped IO engine, and the state of
+// every inode this client holds open:
+//   * written_end: the end of what this client wrote; reads and getattr see
+//     max(MDS size, written_end), so a writer's own data is coherent before
+//     the MDS hears of it;
+//   * reported_end / dirty: what the MDS has been told. flush, fsync, close
+//     and a background timer report the end (the MDS max-merges it).
+// A background thread heartbeats the session (reopening it after an MDS
+// restart, with every open re-recorded) and reports sizes.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "client/lib/cluster_map_cache.h"
+#include "client/lib/mds_link.h"
+#include "client/lib/stripe_io.h"
+#include "net/buffer_pool.h"
+#include "net/proto/mds_methods.h"
+#include "surge/client.h"
+
+namespace surge::client {
+
+// Per-inode state shared by every open handle of that inode in this client.
+struct InodeState {
+  Ino ino = 0;
+  std::mutex mu;
+  StripeLayout layout;
+  uint64_t mds_size = 0;      // last size the MDS told us
+  uint64_t written_end = 0;   // end of what we wrote (0: nothing)
+  uint64_t reported_end = 0;  // what the MDS has been told
+  bool dirty = false;         // writes since the last report
+  int opens = 0;              // open handles in this client
+  Caller last_caller;         // for re-recording opens after an MDS restart
+  int last_flags = 0;
+};
+
+class FileImpl : public File {
+ public:
+  FileImpl(std::shared_ptr<InodeState> st, int flags, Caller c)
+      : state(std::move(st)), flags_(flags), caller(std::move(c)) {}
+  ~FileImpl() override;
+  Ino ino() const override { return state->ino; }
+  int flags() const override { return flags_; }
+
+  std::shared_ptr<InodeState> state;
+  int flags_;
+  Caller caller;
+  std::atomic<bool> closed{false};
+  // Closes on destruction when the user forgot; files must not outlive
+  // their Client.
+  class ClientImpl* owner = nullptr;
+};
+
+class ClientImpl : public Client {
+ public:
+  static Result<std::unique_ptr<ClientImpl>> Create(const ClientOptions& options);
+  ~ClientImpl() override;
+
+  Result<Attr> lookup(Ino parent, std::string_view name, const Caller& c) override;
+  Result<Attr> getattr(Ino ino, const Caller& c) override;
+  Status access(Ino ino, uint32_t mask, const Caller& c) override;
+  Result<Attr> setattr(Ino ino, const SetAttr& sa, const Caller& c) override;
+  Result<Attr> mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& c) override;
+  Result<Attr> mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                     const Caller& c) override;
+  Result<Attr> symlink(Ino parent, std::string_view name, std::string_view target,
+                       const Caller& c) override;
+  Result<std::string> readlink(Ino ino) override;
+  Result<Attr> link(Ino ino, Ino new_parent, std::string_view new_name,
+                    const Caller& c) override;
+  Status unlink(Ino parent, std::string_view name, const Caller& c) override;
+  Status rmdir(Ino parent, std::string_view name, const Caller& c) override;
+  Status rename(Ino parent, std::string_view name, Ino new_parent, std::string_view new_name,
+                uint32_t flags, const Caller& c) override;
+  Result<DirPage> readdir(Ino dir, uint64_t cookie, size_t max_entries, const Caller& c) override;
+  Result<std::string> getxattr(Ino ino, std::string_view name, const Caller& c) override;
+  Status setxattr(Ino ino, std::string_view name, std::string_view value, uint32_t flags,
+                  const Caller& c) override;
+  Result<std::vector<std::string>> listxattr(Ino ino, const Caller& c) override;
+  Status removexattr(Ino ino, std::string_view name, const Caller& c) override;
+  Result<FsStat> statfs() override;
+  Result<StripeLayout> get_layout(Ino ino, const Caller& c) override;
+  Status set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
+                        const Caller& c) override;
+
+  Result<FileRef> open(Ino ino, int flags, const Caller& c) override;
+  Result<FileRef> create(Ino parent, std::string_view name, uint32_t mode, int flags,
+                         const Caller& c, Attr* attr_out) override;
+  Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) override;
+  Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) override;
+  Status fsync(File& f, bool data_only) override;
+  Status flush(File& f) override;
+  Status close(FileRef f) override;
+  Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) override;
+
+  using Client::link;
+  using Client::mkdir;
+  using Client::open;
+  using Client::rename;
+  using Client::rmdir;
+  using Client::symlink;
+  using Client::unlink;
+
+  Status close_handle(FileImpl& f);
+
+ private:
+  explicit ClientImpl(const ClientOptions& options);
+  Status start();
+  // Size as this client sees it (MDS size, or more if we wrote past it).
+  Attr merge_local(Attr a);
+  std::shared_ptr<InodeState> attach(const Attr& a, const proto::mds::Attr& pa, int flags,
+                                     const Caller& c);
+  Status report_size(InodeState& st, bool force);
+  void background_loop();
+  Status reopen_session();
+  uint64_t session() const { return session_id_.load(); }
+
+  ClientOptions options_;
+  std::string key_;
+  std::unique_ptr<net::BufferPool> pool_;
+  std::unique_ptr<MdsLink> mds_;
+  std::unique_ptr<net::ChannelPool> ods_channels_;
+  std::unique_ptr<ClusterMapCache> map_;
+  std::unique_ptr<StripeIo> io_;
+
+  std::atomic<uint64_t> session_id_{0};
+  std::chrono::milliseconds heartbeat_interval_{2000};
+
+  std::mutex inodes_mu_;
+  std::unordered_map<Ino, std::shared_ptr<InodeState>> inodes_;
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool stopping_ = false;
+  std::thread bg_;
+};
+
+// proto <-> API conversions
+Attr attr_from_proto(const proto::mds::Attr& a);
+StripeLayout layout_from_proto(const proto::mds::Layout& l);
+proto::mds::Credentials cred_to_proto(const Caller& c);
+
+}  // namespace surge::client

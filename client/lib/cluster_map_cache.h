@@ -1,0 +1,45 @@
+// ClusterMapCache: the client's copy of the MDS cluster map (target id ->
+// address and state). Refreshed when the session heartbeat reports a newer
+// map version and whenever a data-server request fails on its connection,
+// so a data server that restarted (possibly on a new address) is found
+// again without remounting. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/status.h"
+#include "net/proto/mds.pb.h"
+
+namespace surge::client {
+
+class ClusterMapCache {
+ public:
+  // fetch() asks the MDS for the current map.
+  using Fetch = std::function<Result<proto::mds::ClusterMap>()>;
+  ClusterMapCache(Fetch fetch, std::string default_scheme);
+
+  Status refresh();
+  // Refreshes when `version` is newer than what we hold.
+  void note_version(uint64_t version);
+  // The next address_of() refetches the map first.
+  void mark_stale();
+
+  // "tcp://127.0.0.1:7101" for a target; NotFound / Unavailable (down).
+  Result<std::string> address_of(uint32_t target_id);
+  uint64_t version() const;
+  proto::mds::ClusterMap snapshot() const;
+
+ private:
+  Fetch fetch_;
+  std::string scheme_;
+  mutable std::mutex mu_;
+  proto::mds::ClusterMap map_;
+  std::unordered_map<uint32_t, proto::mds::TargetInfo> targets_;
+  bool stale_ = true;
+};
+
+}  // namespace surge::client

@@ -1,0 +1,58 @@
+// StripeIo: the striped data path. A file range is split at stripe
+// boundaries (common/stripe_map.h), and again into pieces no larger than
+// kMaxPiece; the pieces go to their data servers in parallel (call_async on
+// each), at most max_inflight_bytes outstanding at once, and an IO completes
+// only when every piece it issued has completed (so no data server touches
+// the caller's memory after we return, even on error).
+//
+// Checksums: writes carry the CRC32C of each piece, which the data server
+// checks; reads verify the CRC32C the data server returns, and a mismatch is
+// Corruption (EIO), never silent bad bytes. Failures of a data server (down,
+// refused, timed out) are IOError naming the target and address, within the
+// io timeout, and mark the cluster map stale so the next IO finds the server
+// again if it came back elsewhere.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "client/lib/cluster_map_cache.h"
+#include "common/status.h"
+#include "net/rpc_channel.h"
+#include "surge/client.h"
+
+namespace surge::client {
+
+class StripeIo {
+ public:
+  static constexpr uint64_t kMaxPiece = 1u << 20;
+
+  struct Options {
+    std::chrono::milliseconds io_timeout{10000};
+    size_t max_inflight_bytes = 32u << 20;
+  };
+  StripeIo(ClusterMapCache* map, net::ChannelPool* channels, Options options)
+      : map_(map), channels_(channels), options_(options) {}
+
+  // Writes [offset, offset + len) of file object_id from buf.
+  Status write(uint64_t object_id, const StripeLayout& layout, const void* buf, size_t len,
+               uint64_t offset);
+  // Reads [offset, offset + len) into buf; the caller clamps to the file
+  // size. Bytes no data server holds (holes, short objects) read as zeros.
+  Status read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
+              uint64_t offset);
+  // Makes object_id durable on every target of the layout.
+  Status sync(uint64_t object_id, const StripeLayout& layout);
+
+ private:
+  Result<std::shared_ptr<net::RpcChannel>> channel_for(uint32_t target_id, std::string* addr);
+  Status target_error(uint32_t target_id, const std::string& addr, const Status& st,
+                      const char* what);
+
+  ClusterMapCache* map_;
+  net::ChannelPool* channels_;
+  Options options_;
+};
+
+}  // namespace surge::client
