@@ -1,0 +1,712 @@
+// ObjectStore implementation. See object_store.h for the layout and the
+// ordering rules (dirty log, then data, then CRCs; sync = data then CRCs).
+#include "ods/store/object_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "ods/store/block_checksum.h"
+
+namespace surge::ods {
+namespace {
+
+constexpr const char* kFormatLine = "surge-ods-store 1 block 4096";
+// Distinct objects in the dirty log before it is folded (everything synced
+// and the log emptied): bounds both the log and the recovery work.
+constexpr size_t kMaxLoggedObjects = 4096;
+
+std::string hex_id(uint64_t id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+// splitmix64 finalizer: consecutive ids land in unrelated directories.
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+std::string fanout_dir(const std::string& root, uint64_t id) {
+  uint64_t h = mix(id);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%02x/%02x", static_cast<unsigned>(h & 0xff),
+                static_cast<unsigned>((h >> 8) & 0xff));
+  return root + "/objects/" + buf;
+}
+
+Status errno_status(int err, const std::string& what) { return Status::FromErrno(err, what); }
+
+Status make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return errno_status(errno, "mkdir " + path);
+  }
+  return Status::OK();
+}
+
+Status fsync_dir(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open directory " + path);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return errno_status(err, "fsync directory " + path);
+  return Status::OK();
+}
+
+// pwritev until everything is written (short writes happen near ENOSPC).
+Status pwritev_all(int fd, std::span<const iovec> segs, uint64_t offset, const std::string& what) {
+  std::vector<iovec> v(segs.begin(), segs.end());
+  size_t first = 0;
+  while (first < v.size()) {
+    if (v[first].iov_len == 0) {
+      ++first;
+      continue;
+    }
+    int cnt = static_cast<int>(std::min<size_t>(v.size() - first, IOV_MAX));
+    ssize_t n = ::pwritev(fd, &v[first], cnt, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status(errno, "write " + what + " at offset " + std::to_string(offset));
+    }
+    if (n == 0) return Status::IOError("write " + what + " made no progress");
+    offset += static_cast<uint64_t>(n);
+    auto left = static_cast<size_t>(n);
+    while (left > 0 && first < v.size()) {
+      if (left >= v[first].iov_len) {
+        left -= v[first].iov_len;
+        ++first;
+      } else {
+        v[first].iov_base = static_cast<std::byte*>(v[first].iov_base) + left;
+        v[first].iov_len -= left;
+        left = 0;
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// preadv until done or EOF; returns bytes read.
+Result<uint64_t> preadv_all(int fd, std::span<const iovec> segs, uint64_t offset,
+                            const std::string& what) {
+  std::vector<iovec> v(segs.begin(), segs.end());
+  size_t first = 0;
+  uint64_t total = 0;
+  while (first < v.size()) {
+    if (v[first].iov_len == 0) {
+      ++first;
+      continue;
+    }
+    int cnt = static_cast<int>(std::min<size_t>(v.size() - first, IOV_MAX));
+    ssize_t n = ::preadv(fd, &v[first], cnt, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status(errno, "read " + what + " at offset " + std::to_string(offset));
+    }
+    if (n == 0) break;  // EOF
+    offset += static_cast<uint64_t>(n);
+    total += static_cast<uint64_t>(n);
+    auto left = static_cast<size_t>(n);
+    while (left > 0 && first < v.size()) {
+      if (left >= v[first].iov_len) {
+        left -= v[first].iov_len;
+        ++first;
+      } else {
+        v[first].iov_base = static_cast<std::byte*>(v[first].iov_base) + left;
+        v[first].iov_len -= left;
+        left = 0;
+      }
+    }
+  }
+  return total;
+}
+
+bool aligned(uint64_t v) { return v % kBlockSize == 0; }
+
+bool segments_aligned(std::span<const iovec> segs, uint64_t offset) {
+  if (!aligned(offset)) return false;
+  for (const iovec& s : segs) {
+    if (!aligned(reinterpret_cast<uintptr_t>(s.iov_base)) || !aligned(s.iov_len)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ObjectStore::ObjectStore(ObjectStoreOptions options) : options_(std::move(options)) {}
+
+ObjectStore::~ObjectStore() {
+  // A clean close: everything synced, so the dirty log can be emptied and
+  // the next start has nothing to recover.
+  Status st = sync({});
+  if (!st.ok()) SLOG_WARN("object store {}: final sync failed: {}", options_.data_dir, st.ToString());
+  if (dirty_log_fd_ >= 0) ::close(dirty_log_fd_);
+}
+
+Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(ObjectStoreOptions options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("object store: empty data_dir");
+  if (options.max_open_objects == 0) options.max_open_objects = 1;
+  std::unique_ptr<ObjectStore> store(new ObjectStore(std::move(options)));
+  SURGE_RETURN_IF_ERROR(store->init());
+  return store;
+}
+
+std::string ObjectStore::data_path(uint64_t id) const {
+  return fanout_dir(options_.data_dir, id) + "/" + hex_id(id) + ".dat";
+}
+std::string ObjectStore::crc_path(uint64_t id) const {
+  return fanout_dir(options_.data_dir, id) + "/" + hex_id(id) + ".crc";
+}
+
+Status ObjectStore::init() {
+  const std::string& root = options_.data_dir;
+  SURGE_RETURN_IF_ERROR(make_dir(root));
+  std::string format_path = root + "/FORMAT";
+  struct stat sb {};
+  if (::stat(format_path.c_str(), &sb) == 0) {
+    std::ifstream in(format_path);
+    std::string line;
+    std::getline(in, line);
+    if (line != kFormatLine) {
+      return Status::Corruption("object store " + root + ": FORMAT says '" + line +
+                                "', this server writes '" + kFormatLine + "'");
+    }
+  } else {
+    SURGE_RETURN_IF_ERROR(make_dir(root + "/objects"));
+    std::string tmp = format_path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << kFormatLine << "\n";
+      out.flush();
+      if (!out) return Status::IOError("object store: cannot write " + tmp);
+    }
+    if (::rename(tmp.c_str(), format_path.c_str()) != 0) {
+      return errno_status(errno, "rename " + tmp);
+    }
+    SURGE_RETURN_IF_ERROR(fsync_dir(root));
+  }
+  SURGE_RETURN_IF_ERROR(make_dir(root + "/objects"));
+
+  std::string log_path = root + "/dirty.log";
+  dirty_log_fd_ = ::open(log_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (dirty_log_fd_ < 0) return errno_status(errno, "open " + log_path);
+  SURGE_RETURN_IF_ERROR(recover());
+
+  // Count the objects once; creates and removes keep the count after that.
+  uint64_t count = 0;
+  std::string objects = root + "/objects";
+  if (DIR* d1 = ::opendir(objects.c_str())) {
+    while (dirent* e1 = ::readdir(d1)) {
+      if (e1->d_name[0] == '.') continue;
+      std::string p1 = objects + "/" + e1->d_name;
+      DIR* d2 = ::opendir(p1.c_str());
+      if (d2 == nullptr) continue;
+      while (dirent* e2 = ::readdir(d2)) {
+        if (e2->d_name[0] == '.') continue;
+        std::string p2 = p1 + "/" + e2->d_name;
+        DIR* d3 = ::opendir(p2.c_str());
+        if (d3 == nullptr) continue;
+        while (dirent* e3 = ::readdir(d3)) {
+          std::string_view n = e3->d_name;
+          if (n.size() > 4 && n.substr(n.size() - 4) == ".dat") ++count;
+        }
+        ::closedir(d3);
+      }
+      ::closedir(d2);
+    }
+    ::closedir(d1);
+  }
+  objects_ = count;
+  return Status::OK();
+}
+
+// After a crash, an object in the dirty log may hold blocks whose data
+// reached the disk without their CRC (or the reverse). Those writes were
+// never acknowledged as synced, so whatever bytes are on disk are an
+// acceptable outcome; re-checksumming them keeps the synced bytes that
+// share such a block readable. Objects not in the log were synced (or never
+// written) since the log was last emptied: their mismatches stay errors.
+Status ObjectStore::recover() {
+  struct stat sb {};
+  if (::fstat(dirty_log_fd_, &sb) != 0) return errno_status(errno, "fstat dirty.log");
+  size_t n = static_cast<size_t>(sb.st_size) / sizeof(uint64_t);
+  if (n > 0) {
+    std::vector<uint64_t> ids(n);
+    ssize_t got = ::pread(dirty_log_fd_, ids.data(), n * sizeof(uint64_t), 0);
+    if (got < 0) return errno_status(errno, "read dirty.log in " + options_.data_dir);
+    ids.resize(static_cast<size_t>(got) / sizeof(uint64_t));
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    SLOG_INFO("object store {}: recovering {} objects written but not synced before the last stop",
+              options_.data_dir, ids.size());
+    for (uint64_t id : ids) {
+      auto obj = open_object(id, false);
+      if (!obj.ok()) {
+        if (obj.status().code() == Code::kNotFound) continue;
+        return obj.status();
+      }
+      ObjectFile& o = **obj;
+      uint64_t blocks = (o.size + kBlockSize - 1) / kBlockSize;
+      uint64_t repaired = 0;
+      for (uint64_t b = 0; b < blocks; ++b) {
+        std::array<std::byte, kBlockSize> buf;
+        Status st = read_block(o, b, buf.data());
+        if (st.code() == Code::kCorruption) {
+          SURGE_RETURN_IF_ERROR(rechecksum_block(o, b, false));
+          ++repaired;
+        } else if (!st.ok()) {
+          return st;
+        }
+      }
+      // Sidecar entries past the end (a truncate that did not finish).
+      if (::ftruncate(o.crc_fd, static_cast<off_t>(blocks * kCrcEntrySize)) != 0) {
+        return errno_status(errno, "truncate " + crc_path(id));
+      }
+      if (repaired > 0) {
+        SLOG_WARN("object {}: {} blocks re-checksummed after an unclean stop ({})", id, repaired,
+                  o.data_path);
+      }
+      SURGE_RETURN_IF_ERROR(sync_object(o));
+    }
+  }
+  if (::ftruncate(dirty_log_fd_, 0) != 0) return errno_status(errno, "truncate dirty.log");
+  if (::fdatasync(dirty_log_fd_) != 0) return errno_status(errno, "sync dirty.log");
+  return Status::OK();
+}
+
+Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool create) {
+  auto obj = std::make_shared<ObjectFile>(id, data_path(id));
+  std::string dir = fanout_dir(options_.data_dir, id);
+  std::string dpath = obj->data_path;
+  std::string cpath = crc_path(id);
+  bool created = false;
+  int fd = ::open(dpath.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && create) {
+    std::string parent = dir.substr(0, dir.rfind('/'));
+    SURGE_RETURN_IF_ERROR(make_dir(parent));
+    SURGE_RETURN_IF_ERROR(make_dir(dir));
+    fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      created = true;
+    } else if (errno == EEXIST) {
+      fd = ::open(dpath.c_str(), O_RDWR | O_CLOEXEC);
+    }
+  }
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound("object " + std::to_string(id) + " (" + dpath + ")");
+    return errno_status(errno, "open object " + std::to_string(id) + " " + dpath);
+  }
+  obj->data_fd = fd;
+  obj->crc_fd = ::open(cpath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (obj->crc_fd < 0) return errno_status(errno, "open checksums of object " + std::to_string(id) + " " + cpath);
+  if (options_.o_direct) {
+    obj->direct_fd = ::open(dpath.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+    if (obj->direct_fd < 0) {
+      return errno_status(errno, "open O_DIRECT object " + std::to_string(id) + " " + dpath);
+    }
+  }
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) return errno_status(errno, "fstat " + dpath);
+  obj->size = static_cast<uint64_t>(sb.st_size);
+  if (created) {
+    objects_.fetch_add(1);
+    std::lock_guard lk(dirty_mu_);
+    new_dirs_.insert(id);
+  }
+  return obj;
+}
+
+Result<std::shared_ptr<ObjectFile>> ObjectStore::get(uint64_t id, bool create) {
+  std::lock_guard lk(cache_mu_);
+  auto it = cache_.find(id);
+  if (it != cache_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+    return it->second.obj;
+  }
+  SURGE_ASSIGN_OR_RETURN(auto obj, open_object(id, create));
+  lru_.push_front(id);
+  cache_.emplace(id, CacheEntry{obj, lru_.begin()});
+  // Evicting only drops the cache's reference: running operations keep
+  // theirs, and a dirty object stays in dirty_ so sync reopens it.
+  while (cache_.size() > options_.max_open_objects) {
+    uint64_t victim = lru_.back();
+    lru_.pop_back();
+    cache_.erase(victim);
+  }
+  return obj;
+}
+
+size_t ObjectStore::open_objects() const {
+  std::lock_guard lk(cache_mu_);
+  return cache_.size();
+}
+
+Status ObjectStore::mark_dirty(uint64_t id) {
+  bool fold = false;
+  {
+    std::lock_guard lk(dirty_mu_);
+    dirty_.insert(id);
+    if (!logged_.count(id)) {
+      // Durable before the data it covers can reach the disk.
+      uint64_t rec = id;
+      if (::write(dirty_log_fd_, &rec, sizeof rec) != static_cast<ssize_t>(sizeof rec)) {
+        return errno_status(errno, "append object " + std::to_string(id) + " to dirty.log in " +
+                                       options_.data_dir);
+      }
+      if (::fdatasync(dirty_log_fd_) != 0) return errno_status(errno, "sync dirty.log");
+      logged_.insert(id);
+      fold = logged_.size() > kMaxLoggedObjects;
+    }
+  }
+  if (fold) return sync({});
+  return Status::OK();
+}
+
+Result<uint32_t> ObjectStore::stored_crc(ObjectFile& obj, uint64_t block) {
+  uint32_t stored = 0;
+  ssize_t n = ::pread(obj.crc_fd, &stored, sizeof stored, static_cast<off_t>(block * kCrcEntrySize));
+  if (n < 0) return errno_status(errno, "read checksum of object " + std::to_string(obj.id));
+  if (n != static_cast<ssize_t>(sizeof stored)) stored = 0;  // sparse: a zero block
+  return decode_block_crc(stored);
+}
+
+// Reads block `block` (zero padded past the end) and checks it.
+Status ObjectStore::read_block(ObjectFile& obj, uint64_t block, std::byte* buf) {
+  uint64_t off = block * kBlockSize;
+  iovec v{buf, kBlockSize};
+  SURGE_ASSIGN_OR_RETURN(uint64_t got, preadv_all(obj.data_fd, {&v, 1}, off, obj.data_path));
+  std::memset(buf + got, 0, kBlockSize - got);
+  SURGE_ASSIGN_OR_RETURN(uint32_t want, stored_crc(obj, block));
+  uint32_t have = surge::crc32c(buf, kBlockSize);
+  if (have != want) {
+    SLOG_ERROR("object {}: checksum mismatch in block at offset {} ({}): stored {:08x}, data {:08x}",
+               obj.id, off, obj.data_path, want, have);
+    return Status::Corruption("object " + std::to_string(obj.id) + ": checksum mismatch in block at offset " +
+                              std::to_string(off));
+  }
+  return Status::OK();
+}
+
+// Computes and stores the CRC of what the block holds now.
+Status ObjectStore::rechecksum_block(ObjectFile& obj, uint64_t block, bool verify_first) {
+  std::array<std::byte, kBlockSize> buf;
+  uint64_t off = block * kBlockSize;
+  if (verify_first) {
+    SURGE_RETURN_IF_ERROR(read_block(obj, block, buf.data()));
+  }
+  iovec v{buf.data(), kBlockSize};
+  SURGE_ASSIGN_OR_RETURN(uint64_t got, preadv_all(obj.data_fd, {&v, 1}, off, obj.data_path));
+  std::memset(buf.data() + got, 0, kBlockSize - got);
+  uint32_t stored = encode_block_crc(surge::crc32c(buf.data(), kBlockSize));
+  if (::pwrite(obj.crc_fd, &stored, sizeof stored, static_cast<off_t>(block * kCrcEntrySize)) !=
+      static_cast<ssize_t>(sizeof stored)) {
+    return errno_status(errno, "write checksum of object " + std::to_string(obj.id));
+  }
+  return Status::OK();
+}
+
+Status ObjectStore::check_space(uint64_t id, uint64_t bytes) {
+  if (options_.reserved_free_bytes == 0) return Status::OK();
+  struct statvfs vfs {};
+  if (::statvfs(options_.data_dir.c_str(), &vfs) != 0) return errno_status(errno, "statvfs " + options_.data_dir);
+  uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (free_bytes < options_.reserved_free_bytes + bytes) {
+    return Status::NoSpace("object " + std::to_string(id) + ": " + options_.data_dir + " has " +
+                           std::to_string(free_bytes) + " bytes free, reserve is " +
+                           std::to_string(options_.reserved_free_bytes));
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync) {
+  const uint64_t len = segments_length(data);
+  if (id == 0) return Status::InvalidArgument("write: object id 0 is not an object");
+  if (offset > options_.max_object_size || len > options_.max_object_size - offset) {
+    return Status::InvalidArgument("write object " + std::to_string(id) + ": range [" +
+                                   std::to_string(offset) + ", +" + std::to_string(len) +
+                                   ") past the maximum object size " +
+                                   std::to_string(options_.max_object_size));
+  }
+  SURGE_ASSIGN_OR_RETURN(auto obj, get(id, true));
+  if (len == 0) return obj->size;
+  SURGE_RETURN_IF_ERROR(check_space(id, len));
+  std::unique_lock lk(obj->mu);
+  const uint64_t old_size = obj->size;
+  const uint64_t end = offset + len;
+  const uint64_t b0 = offset / kBlockSize;
+  const uint64_t b1 = (end - 1) / kBlockSize;
+  std::vector<uint32_t> crcs(b1 - b0 + 1);
+  for (uint64_t b = b0; b <= b1; ++b) {
+    const uint64_t bs = b * kBlockSize, be = bs + kBlockSize;
+    const uint64_t ns = std::max(bs, offset), ne = std::min(be, end);
+    uint32_t crc;
+    if (ns == bs && ne == be) {
+      crc = crc32c_segments(data, ns - offset, kBlockSize);
+    } else {
+      // Partial block: merge with what it holds, after checking that (a
+      // corrupt block must not get a fresh CRC over its bad bytes).
+      std::array<std::byte, kBlockSize> old;
+      SURGE_RETURN_IF_ERROR(read_block(*obj, b, old.data()));
+      crc = surge::crc32c(old.data(), ns - bs);
+      crc = crc32c_segments(data, ns - offset, ne - ns, crc);
+      crc = surge::crc32c(old.data() + (ne - bs), be - ne, crc);
+    }
+    crcs[b - b0] = encode_block_crc(crc);
+  }
+  SURGE_RETURN_IF_ERROR(mark_dirty(id));
+
+  auto undo = [&](Status st) -> Status {
+    // A failed write is never acknowledged, so any mix of old and new bytes
+    // is a correct outcome, but it must stay readable and must not grow the
+    // object: cut any extension, then re-checksum the blocks it may have
+    // changed inside the old size.
+    if (end > old_size) {
+      if (::ftruncate(obj->data_fd, static_cast<off_t>(old_size)) != 0 ||
+          ::ftruncate(obj->crc_fd, static_cast<off_t>((old_size + kBlockSize - 1) / kBlockSize *
+                                                      kCrcEntrySize)) != 0) {
+        SLOG_ERROR("object {}: cannot undo the extension by a failed write of {}: {}", id,
+                   obj->data_path, std::strerror(errno));
+      }
+    }
+    for (uint64_t b = b0; b * kBlockSize < std::min(end, old_size); ++b) {
+      Status rs = rechecksum_block(*obj, b, false);
+      if (!rs.ok()) SLOG_ERROR("object {}: {}", id, rs.ToString());
+    }
+    return st;
+  };
+
+  int fd = (obj->direct_fd >= 0 && segments_aligned(data, offset)) ? obj->direct_fd : obj->data_fd;
+  Status st = pwritev_all(fd, data, offset, "object " + std::to_string(id) + " " + obj->data_path);
+  if (!st.ok()) return undo(std::move(st));
+  iovec cv{crcs.data(), crcs.size() * kCrcEntrySize};
+  st = pwritev_all(obj->crc_fd, {&cv, 1}, b0 * kCrcEntrySize, "checksums of object " + std::to_string(id));
+  if (!st.ok()) return undo(std::move(st));
+  obj->size = std::max(old_size, end);
+  if (sync) SURGE_RETURN_IF_ERROR(sync_object(*obj));
+  return obj->size;
+}
+
+Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::byte> dst) {
+  if (id == 0) return Status::InvalidArgument("read: object id 0 is not an object");
+  auto got_obj = get(id, false);
+  if (!got_obj.ok()) {
+    if (got_obj.status().code() == Code::kNotFound) return uint64_t{0};
+    return got_obj.status();
+  }
+  auto obj = std::move(got_obj).value();
+  std::shared_lock lk(obj->mu);
+  const uint64_t size = obj->size;
+  if (offset >= size || dst.empty()) return uint64_t{0};
+  const uint64_t n = std::min<uint64_t>(dst.size(), size - offset);
+  const uint64_t a = offset - offset % kBlockSize;  // first block start
+  const uint64_t blocks_end = (offset + n + kBlockSize - 1) / kBlockSize * kBlockSize;
+  const uint64_t e = std::min(blocks_end, size);  // data in the covering blocks ends here
+  // One preadv: head of the first block, the caller's bytes, tail of the last.
+  alignas(kBlockSize) std::array<std::byte, kBlockSize> head, tail;
+  iovec v[3] = {{head.data(), offset - a}, {dst.data(), n}, {tail.data(), e - (offset + n)}};
+  const bool direct = obj->direct_fd >= 0 && v[0].iov_len == 0 && v[2].iov_len == 0 &&
+                      aligned(reinterpret_cast<uintptr_t>(dst.data())) && aligned(n) && aligned(offset);
+  SURGE_ASSIGN_OR_RETURN(uint64_t got, preadv_all(direct ? obj->direct_fd : obj->data_fd, v, a, obj->data_path));
+  if (got != e - a) {
+    return Status::IOError("object " + std::to_string(id) + ": short read at offset " +
+                           std::to_string(a) + " of " + obj->data_path);
+  }
+  // Stored CRCs of the covering blocks, in one read.
+  const uint64_t b0 = a / kBlockSize, nb = (blocks_end - a) / kBlockSize;
+  std::vector<uint32_t> stored(nb, 0);
+  ssize_t cr = ::pread(obj->crc_fd, stored.data(), nb * kCrcEntrySize, static_cast<off_t>(b0 * kCrcEntrySize));
+  if (cr < 0) return errno_status(errno, "read checksums of object " + std::to_string(id));
+  for (uint64_t i = 0; i < nb; ++i) {
+    const uint64_t bs = a + i * kBlockSize;
+    const uint64_t data_end = std::min(bs + kBlockSize, e);
+    uint32_t crc = crc32c_segments(v, bs - a, data_end - bs);
+    crc = crc32c_zeros(bs + kBlockSize - data_end, crc);
+    if (crc != decode_block_crc(stored[i])) {
+      SLOG_ERROR("object {}: checksum mismatch in block at offset {} ({}): stored {:08x}, data {:08x}", id,
+                 bs, obj->data_path, decode_block_crc(stored[i]), crc);
+      return Status::Corruption("object " + std::to_string(id) + ": checksum mismatch in block at offset " +
+                                std::to_string(bs));
+    }
+  }
+  return n;
+}
+
+Status ObjectStore::truncate(uint64_t id, uint64_t size) {
+  if (id == 0) return Status::InvalidArgument("truncate: object id 0 is not an object");
+  if (size > options_.max_object_size) {
+    return Status::InvalidArgument("truncate object " + std::to_string(id) + " to " + std::to_string(size) +
+                                   ": past the maximum object size " + std::to_string(options_.max_object_size));
+  }
+  auto got = get(id, size > 0);
+  if (!got.ok()) {
+    if (got.status().code() == Code::kNotFound) return Status::OK();  // size 0 of nothing
+    return got.status();
+  }
+  auto obj = std::move(got).value();
+  std::unique_lock lk(obj->mu);
+  if (size == obj->size) return Status::OK();
+  // The block that will hold the new end must be sound before it is cut.
+  if (size < obj->size && size % kBlockSize != 0) {
+    std::array<std::byte, kBlockSize> buf;
+    SURGE_RETURN_IF_ERROR(read_block(*obj, size / kBlockSize, buf.data()));
+  }
+  SURGE_RETURN_IF_ERROR(mark_dirty(id));
+  if (::ftruncate(obj->data_fd, static_cast<off_t>(size)) != 0) {
+    return errno_status(errno, "truncate object " + std::to_string(id) + " " + obj->data_path + " to " +
+                                   std::to_string(size));
+  }
+  const uint64_t old_size = obj->size;
+  obj->size = size;
+  if (size < old_size && size % kBlockSize != 0) {
+    SURGE_RETURN_IF_ERROR(rechecksum_block(*obj, size / kBlockSize, false));
+  }
+  // Growing needs no CRC work: the old tail was checksummed as zero-padded.
+  if (size < old_size) {
+    off_t crc_len = static_cast<off_t>((size + kBlockSize - 1) / kBlockSize * kCrcEntrySize);
+    if (::ftruncate(obj->crc_fd, crc_len) != 0) {
+      return errno_status(errno, "truncate checksums of object " + std::to_string(id));
+    }
+  }
+  return Status::OK();
+}
+
+Result<bool> ObjectStore::remove(uint64_t id) {
+  if (id == 0) return Status::InvalidArgument("remove: object id 0 is not an object");
+  {
+    std::lock_guard lk(cache_mu_);
+    auto it = cache_.find(id);
+    if (it != cache_.end()) {
+      lru_.erase(it->second.lru_pos);
+      cache_.erase(it);
+    }
+  }
+  std::string dpath = data_path(id);
+  bool existed = true;
+  if (::unlink(dpath.c_str()) != 0) {
+    if (errno != ENOENT) return errno_status(errno, "remove object " + std::to_string(id) + " " + dpath);
+    existed = false;
+  }
+  std::string cpath = crc_path(id);
+  if (::unlink(cpath.c_str()) != 0 && errno != ENOENT) {
+    return errno_status(errno, "remove checksums of object " + std::to_string(id) + " " + cpath);
+  }
+  if (existed) objects_.fetch_sub(1);
+  std::lock_guard lk(dirty_mu_);
+  dirty_.erase(id);
+  new_dirs_.erase(id);
+  return existed;
+}
+
+Result<uint64_t> ObjectStore::stat(uint64_t id) {
+  if (id == 0) return Status::InvalidArgument("stat: object id 0 is not an object");
+  SURGE_ASSIGN_OR_RETURN(auto obj, get(id, false));
+  std::shared_lock lk(obj->mu);
+  return obj->size;
+}
+
+Status ObjectStore::sync_object(ObjectFile& obj) {
+  if (::fdatasync(obj.data_fd) != 0) {
+    return errno_status(errno, "sync object " + std::to_string(obj.id) + " " + obj.data_path);
+  }
+  if (::fdatasync(obj.crc_fd) != 0) {
+    return errno_status(errno, "sync checksums of object " + std::to_string(obj.id));
+  }
+  bool new_dir;
+  {
+    std::lock_guard lk(dirty_mu_);
+    new_dir = new_dirs_.erase(obj.id) > 0;
+  }
+  if (new_dir) {
+    // The names of a new object (and its fan-out directories) must be
+    // durable too, or a synced object could vanish in a crash.
+    std::string dir = fanout_dir(options_.data_dir, obj.id);
+    Status st = fsync_dir(dir);
+    if (st.ok()) st = fsync_dir(dir.substr(0, dir.rfind('/')));
+    if (st.ok()) st = fsync_dir(options_.data_dir + "/objects");
+    if (!st.ok()) {
+      std::lock_guard lk(dirty_mu_);
+      new_dirs_.insert(obj.id);
+      return st;
+    }
+  }
+  return Status::OK();
+}
+
+Status ObjectStore::sync(std::span<const uint64_t> ids) {
+  std::vector<uint64_t> todo;
+  {
+    std::lock_guard lk(dirty_mu_);
+    if (ids.empty()) {
+      todo.assign(dirty_.begin(), dirty_.end());
+    } else {
+      for (uint64_t id : ids) {
+        if (dirty_.count(id)) todo.push_back(id);
+      }
+    }
+    // Taken out first: a write racing with this sync marks its object again.
+    for (uint64_t id : todo) dirty_.erase(id);
+  }
+  Status result;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    auto obj = get(todo[i], false);
+    Status st = obj.ok() ? sync_object(**obj) : obj.status();
+    if (st.code() == Code::kNotFound) continue;  // removed meanwhile
+    if (!st.ok()) {
+      std::lock_guard lk(dirty_mu_);
+      for (size_t j = i; j < todo.size(); ++j) dirty_.insert(todo[j]);
+      return st;
+    }
+  }
+  if (ids.empty()) {
+    // Everything written so far is durable: the dirty log can start over
+    // (objects dirtied meanwhile are logged again on their next write).
+    std::lock_guard lk(dirty_mu_);
+    if (dirty_.empty() && dirty_log_fd_ >= 0) {
+      if (::ftruncate(dirty_log_fd_, 0) != 0) return errno_status(errno, "truncate dirty.log");
+      logged_.clear();
+    }
+  }
+  return result;
+}
+
+Result<StoreStats> ObjectStore::statfs() {
+  struct statvfs vfs {};
+  if (::statvfs(options_.data_dir.c_str(), &vfs) != 0) return errno_status(errno, "statvfs " + options_.data_dir);
+  StoreStats s;
+  s.capacity_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  s.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  s.objects = objects_.load();
+  return s;
+}
+
+Status ObjectStore::verify(uint64_t id) {
+  SURGE_ASSIGN_OR_RETURN(auto obj, get(id, false));
+  std::shared_lock lk(obj->mu);
+  return verify_locked(*obj);
+}
+
+Status ObjectStore::verify_locked(ObjectFile& obj) {
+  uint64_t blocks = (obj.size + kBlockSize - 1) / kBlockSize;
+  std::array<std::byte, kBlockSize> buf;
+  for (uint64_t b = 0; b < blocks; ++b) SURGE_RETURN_IF_ERROR(read_block(obj, b, buf.data()));
+  return Status::OK();
+}
+
+}  // namespace surge::ods

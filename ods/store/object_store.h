@@ -1,0 +1,137 @@
+// ObjectStore: the objects of one data server, as files under a data
+// directory, each with per-block CRC32C kept beside it.
+//
+// Layout (data_dir/):
+//   FORMAT                        "surge-ods-store 1 block 4096": refuses a
+//                                 directory formatted with other parameters
+//   objects/HH/HH/<id hex>.dat    the object's bytes; a sparse file
+//   objects/HH/HH/<id hex>.crc    CRC sidecar, see block_checksum.h
+//   dirty.log                     ids written since their last sync, see
+//                                 recover(): only needed after a crash
+// HH/HH is a hash of the id, so consecutive inode numbers spread over
+// 65536 directories and no directory grows huge.
+//
+// Writes go through pwritev on the worker thread that serves the request
+// (docs/ods.md has the measurements behind pwritev over io_uring). Data is
+// written before its CRCs; a sync (fdatasync of data, then sidecar) makes
+// both durable before it is acknowledged. After a crash, blocks written but
+// never synced may disagree with their CRC; recover() re-checksums exactly
+// the objects the dirty log names, so synced bytes that share a block with
+// an unsynced write still read back.
+//
+// Thread-safe. Every error names the object id and, where one exists, the
+// path or offset.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/status.h"
+#include "ods/store/object_file.h"
+
+namespace surge::ods {
+
+struct ObjectStoreOptions {
+  std::string data_dir;
+  uint64_t max_object_size = uint64_t{1} << 40;  // 1 TiB
+  size_t max_open_objects = 1024;                 // fd cache bound (3 fds each at most)
+  bool o_direct = false;  // aligned IO bypasses the page cache
+  // Fail with ResourceExhausted rather than fill the last bytes of the disk
+  // (tests use it too). 0: off.
+  uint64_t reserved_free_bytes = 0;
+};
+
+struct StoreStats {
+  uint64_t capacity_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t objects = 0;
+};
+
+class ObjectStore {
+ public:
+  // Creates the layout if the directory is empty, checks FORMAT otherwise,
+  // replays the dirty log (recover) and counts the objects.
+  static Result<std::unique_ptr<ObjectStore>> Open(ObjectStoreOptions options);
+  ~ObjectStore();
+  ObjectStore(const ObjectStore&) = delete;
+  ObjectStore& operator=(const ObjectStore&) = delete;
+
+  // Writes the bytes of data at offset (creating the object), updating the
+  // CRCs of every block touched. sync: make it durable before returning.
+  // Returns the object size afterwards. NoSpace when the disk is full: then
+  // the object keeps its old size (no partial extension survives).
+  Result<uint64_t> write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync);
+
+  // Reads up to dst.size() bytes at offset after verifying the CRC of every
+  // block it touches. Short at the end of the object; 0 past it or for an
+  // object that does not exist (a stripe never written is a hole). Holes
+  // read as zeros. Corruption (logged with id and offset) when a block does
+  // not match its CRC: bad bytes are never returned.
+  Result<uint64_t> read(uint64_t id, uint64_t offset, std::span<std::byte> dst);
+
+  // Sets the size; the block that holds the new end gets a new CRC.
+  Status truncate(uint64_t id, uint64_t size);
+  // Idempotent; true when the object existed.
+  Result<bool> remove(uint64_t id);
+  // Size, NotFound when the object does not exist.
+  Result<uint64_t> stat(uint64_t id);
+  // fdatasync of the listed objects if they have unsynced changes (all
+  // unsynced objects when ids is empty).
+  Status sync(std::span<const uint64_t> ids);
+  Result<StoreStats> statfs();
+
+  // Verifies every block of one object; Corruption names the first bad one.
+  Status verify(uint64_t id);
+
+  const ObjectStoreOptions& options() const { return options_; }
+  // Paths of an object's files (tests corrupt them on purpose).
+  std::string data_path(uint64_t id) const;
+  std::string crc_path(uint64_t id) const;
+  size_t open_objects() const;
+
+ private:
+  explicit ObjectStore(ObjectStoreOptions options);
+  Status init();
+  Status recover();
+  Result<std::shared_ptr<ObjectFile>> get(uint64_t id, bool create);
+  Result<std::shared_ptr<ObjectFile>> open_object(uint64_t id, bool create);
+  Status mark_dirty(uint64_t id);
+  Status sync_object(ObjectFile& obj);
+  Status read_block(ObjectFile& obj, uint64_t block, std::byte* buf);
+  Status rechecksum_block(ObjectFile& obj, uint64_t block, bool verify_first);
+  Result<uint32_t> stored_crc(ObjectFile& obj, uint64_t block);
+  Status check_space(uint64_t id, uint64_t bytes);
+  Status verify_locked(ObjectFile& obj);
+
+  ObjectStoreOptions options_;
+
+  // fd cache: LRU over open objects, bounded by max_open_objects.
+  mutable std::mutex cache_mu_;
+  std::list<uint64_t> lru_;  // front: most recent
+  struct CacheEntry {
+    std::shared_ptr<ObjectFile> obj;
+    std::list<uint64_t>::iterator lru_pos;
+  };
+  std::unordered_map<uint64_t, CacheEntry> cache_;
+
+  // Objects with changes not yet synced, and those whose dirty-log entry
+  // is durable (a dirty.log line is written once per object per log epoch).
+  std::mutex dirty_mu_;
+  std::unordered_set<uint64_t> dirty_;
+  std::unordered_set<uint64_t> logged_;
+  std::unordered_set<uint64_t> new_dirs_;  // created, directory entry not synced
+  int dirty_log_fd_ = -1;
+
+  std::atomic<uint64_t> objects_{0};
+};
+
+}  // namespace surge::ods
