@@ -1,0 +1,149 @@
+#include "client/fuse/mount_options.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace surge::fuse {
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(ch);
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+Result<double> to_double(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || d < 0) {
+    return Status::InvalidArgument("mount option " + key + "=" + v + ": not a number >= 0");
+  }
+  return d;
+}
+
+Result<uint64_t> to_uint(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0') {
+    return Status::InvalidArgument("mount option " + key + "=" + v + ": not an integer");
+  }
+  return static_cast<uint64_t>(n);
+}
+
+Status apply_option(MountConfig& m, const std::string& opt) {
+  auto eq = opt.find('=');
+  std::string key = opt.substr(0, eq);
+  std::string val = eq == std::string::npos ? "" : opt.substr(eq + 1);
+  // fstab / mount(8) words with no meaning for a FUSE file system
+  static const char* kDropped[] = {"defaults", "auto", "noauto", "user", "nouser", "users",
+                                   "_netdev", "nofail", "rw"};
+  for (const char* d : kDropped) {
+    if (key == d) return Status::OK();
+  }
+  if (key.rfind("x-", 0) == 0 || key.rfind("comment=", 0) == 0) return Status::OK();
+
+  if (key == "key_file" || key == "keyfile") {
+    m.client.cluster_key_file = val;
+  } else if (key == "transport") {
+    if (val != "tcp" && val != "rdma") {
+      return Status::InvalidArgument("mount option transport=" + val + ": tcp or rdma");
+    }
+    m.client.transport = val;
+  } else if (key == "entry_timeout") {
+    SURGE_ASSIGN_OR_RETURN(m.fs.entry_timeout, to_double(key, val));
+  } else if (key == "attr_timeout") {
+    SURGE_ASSIGN_OR_RETURN(m.fs.attr_timeout, to_double(key, val));
+  } else if (key == "io_timeout_ms") {
+    SURGE_ASSIGN_OR_RETURN(uint64_t ms, to_uint(key, val));
+    m.client.io_timeout = std::chrono::milliseconds(ms);
+  } else if (key == "mds_timeout_ms") {
+    SURGE_ASSIGN_OR_RETURN(uint64_t ms, to_uint(key, val));
+    m.client.mds_timeout = std::chrono::milliseconds(ms);
+  } else if (key == "readahead_kb") {
+    SURGE_ASSIGN_OR_RETURN(uint64_t kb, to_uint(key, val));
+    m.readahead_kb = static_cast<uint32_t>(kb);
+  } else if (key == "max_threads") {
+    SURGE_ASSIGN_OR_RETURN(uint64_t n, to_uint(key, val));
+    m.max_threads = static_cast<unsigned>(std::max<uint64_t>(n, 1));
+  } else if (key == "log_level") {
+    m.log_level = val;
+  } else if (key == "log_file") {
+    m.log_file = val;
+  } else if (key == "default_permissions") {
+    m.fs.server_permissions = false;  // the kernel checks; the MDS checks too
+    m.fuse_options.push_back(opt);
+  } else {
+    m.fuse_options.push_back(opt);  // allow_other, ro, nosuid, ...: libfuse's
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string usage() {
+  return "usage: surge-fuse [-f] [-d] [-o opt[,opt...]] MDS-ADDR MOUNTPOINT\n"
+         "  MDS-ADDR           tcp://HOST:PORT (or HOST:PORT)\n"
+         "  -f                 stay in the foreground\n"
+         "  -d                 foreground, with libfuse request tracing\n"
+         "surge options (-o):\n"
+         "  key_file=PATH      cluster key file (default /etc/surge/cluster.key)\n"
+         "  transport=tcp|rdma data-server transport (default tcp)\n"
+         "  entry_timeout=S    kernel name cache, seconds (default 1)\n"
+         "  attr_timeout=S     kernel attribute cache, seconds (default 1)\n"
+         "  io_timeout_ms=N    a data-server request fails with EIO after N ms (10000)\n"
+         "  mds_timeout_ms=N   how long an unreachable MDS is retried (30000)\n"
+         "  readahead_kb=N     read-ahead of the mount (default 4096)\n"
+         "  max_threads=N      FUSE worker threads (default 16)\n"
+         "  log_level=L, log_file=PATH\n"
+         "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
+         "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";
+}
+
+Result<MountConfig> parse_mount_args(int argc, char** argv) {
+  MountConfig m;
+  m.client.cluster_key_file = "/etc/surge/cluster.key";
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-f") {
+      m.foreground = true;
+    } else if (a == "-d") {
+      m.foreground = true;
+      m.fuse_debug = true;
+    } else if (a == "-o") {
+      if (i + 1 >= argc) return Status::InvalidArgument("-o needs an argument");
+      for (const auto& o : split_commas(argv[++i])) SURGE_RETURN_IF_ERROR(apply_option(m, o));
+    } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
+      for (const auto& o : split_commas(a.substr(2))) SURGE_RETURN_IF_ERROR(apply_option(m, o));
+    } else if (a == "-s" || a == "-n" || a == "-v") {
+      // mount(8) helper flags (sloppy, no mtab, verbose): nothing to do.
+    } else if (a == "-h" || a == "--help") {
+      return Status::InvalidArgument("help");
+    } else if (!a.empty() && a[0] == '-') {
+      return Status::InvalidArgument("unknown flag " + a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) {
+    return Status::InvalidArgument("expected MDS-ADDR and MOUNTPOINT, got " +
+                                   std::to_string(positional.size()) + " arguments");
+  }
+  m.mds_address = positional[0];
+  m.mountpoint = positional[1];
+  m.client.mds_address = m.mds_address;
+  return m;
+}
+
+}  // namespace surge::fuse

@@ -1,0 +1,558 @@
+#include "client/fuse/surge_fs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/log.h"
+
+namespace surge::fuse {
+
+namespace {
+
+SurgeFs& fs_of(fuse_req_t req) { return *static_cast<SurgeFs*>(fuse_req_userdata(req)); }
+
+Caller caller_of(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  Caller c;
+  c.uid = ctx->uid;
+  c.gid = ctx->gid;
+  if (c.uid != 0) {
+    // Supplementary groups of the calling thread (from /proc).
+    gid_t groups[64];
+    int n = fuse_req_getgroups(req, 64, groups);
+    if (n > 64) {
+      std::vector<gid_t> big(static_cast<size_t>(n));
+      n = fuse_req_getgroups(req, n, big.data());
+      for (int i = 0; i < n; ++i) c.groups.push_back(big[static_cast<size_t>(i)]);
+    } else {
+      for (int i = 0; i < n; ++i) c.groups.push_back(groups[i]);
+    }
+  }
+  return c;
+}
+
+int err_of(const Status& st, const char* op, uint64_t ino) {
+  int e = st.to_errno();
+  if (e == EIO || e == ETIMEDOUT || e == EPROTO) {
+    SLOG_WARN("fuse: {} on inode {}: {}", op, ino, st.ToString());
+  } else {
+    SLOG_DEBUG("fuse: {} on inode {}: {}", op, ino, st.ToString());
+  }
+  return e;
+}
+
+void to_stat(const Attr& a, struct stat* st) {
+  std::memset(st, 0, sizeof(*st));
+  st->st_ino = a.ino;
+  st->st_mode = a.mode;
+  st->st_nlink = a.nlink;
+  st->st_uid = a.uid;
+  st->st_gid = a.gid;
+  st->st_size = static_cast<off_t>(a.size);
+  st->st_rdev = static_cast<dev_t>(a.rdev);
+  st->st_blksize = 1 << 20;  // the stripe: tools size their IO from this
+  st->st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+  st->st_atim.tv_sec = a.atime.sec;
+  st->st_atim.tv_nsec = a.atime.nsec;
+  st->st_mtim.tv_sec = a.mtime.sec;
+  st->st_mtim.tv_nsec = a.mtime.nsec;
+  st->st_ctim.tv_sec = a.ctime.sec;
+  st->st_ctim.tv_nsec = a.ctime.nsec;
+}
+
+fuse_entry_param entry_of(SurgeFs& fs, const Attr& a) {
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof(e));
+  e.ino = a.ino;
+  e.generation = a.generation;
+  to_stat(a, &e.attr);
+  e.attr_timeout = fs.options().attr_timeout;
+  e.entry_timeout = fs.options().entry_timeout;
+  return e;
+}
+
+// Replies with an entry and counts the kernel's new reference.
+void reply_entry(fuse_req_t req, const Result<Attr>& a, const char* op, Ino parent) {
+  SurgeFs& fs = fs_of(req);
+  if (!a.ok()) {
+    fuse_reply_err(req, err_of(a.status(), op, parent));
+    return;
+  }
+  fuse_entry_param e = entry_of(fs, *a);
+  fs.remember(a->ino);
+  if (fuse_reply_entry(req, &e) != 0) fs.forget(a->ino, 1);  // interrupted: no reference
+}
+
+void reply_status(fuse_req_t req, const Status& st, const char* op, Ino ino) {
+  fuse_reply_err(req, st.ok() ? 0 : err_of(st, op, ino));
+}
+
+struct OpenFile {
+  FileRef file;
+};
+FileRef& file_of(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh)->file; }
+
+// ---- operations ------------------------------------------------------------
+
+void op_init(void* userdata, fuse_conn_info* conn) {
+  auto* fs = static_cast<SurgeFs*>(userdata);
+  const FsOptions& o = fs->options();
+  conn->max_write = o.max_write;
+  conn->max_readahead = o.max_readahead;
+  conn->max_background = o.max_background;
+  conn->congestion_threshold = o.max_background * 3 / 4;
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_ATOMIC_O_TRUNC);   // O_TRUNC arrives with open; the MDS truncates
+  want(FUSE_CAP_READDIRPLUS);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  want(FUSE_CAP_ASYNC_DIO);
+  want(FUSE_CAP_CACHE_SYMLINKS);
+  conn->want &= ~static_cast<unsigned>(FUSE_CAP_READDIRPLUS_AUTO);  // always plus
+  conn->want &= ~static_cast<unsigned>(FUSE_CAP_WRITEBACK_CACHE);   // write-through
+  SLOG_INFO("fuse: init: max_write {} KiB, max_readahead {} KiB, capable {:#x}, want {:#x}",
+            o.max_write >> 10, o.max_readahead >> 10, conn->capable, conn->want);
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  reply_entry(req, fs_of(req).client().lookup(parent, name, caller_of(req)), "lookup", parent);
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  fs_of(req).forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  SurgeFs& fs = fs_of(req);
+  for (size_t i = 0; i < count; ++i) fs.forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  auto a = fs.client().getattr(ino, caller_of(req));
+  if (!a.ok()) {
+    fuse_reply_err(req, err_of(a.status(), "getattr", ino));
+    return;
+  }
+  struct stat st;
+  to_stat(*a, &st);
+  fuse_reply_attr(req, &st, fs.options().attr_timeout);
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+                fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  SetAttr sa;
+  if (to_set & FUSE_SET_ATTR_MODE) {
+    sa.mask |= kSetMode;
+    sa.mode = attr->st_mode;
+  }
+  if (to_set & FUSE_SET_ATTR_UID) {
+    sa.mask |= kSetUid;
+    sa.uid = attr->st_uid;
+  }
+  if (to_set & FUSE_SET_ATTR_GID) {
+    sa.mask |= kSetGid;
+    sa.gid = attr->st_gid;
+  }
+  if (to_set & FUSE_SET_ATTR_SIZE) {
+    sa.mask |= kSetSize;
+    sa.size = static_cast<uint64_t>(attr->st_size);
+  }
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    sa.mask |= kSetAtimeNow;
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    sa.mask |= kSetAtime;
+    sa.atime = {attr->st_atim.tv_sec, static_cast<uint32_t>(attr->st_atim.tv_nsec)};
+  }
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    sa.mask |= kSetMtimeNow;
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    sa.mask |= kSetMtime;
+    sa.mtime = {attr->st_mtim.tv_sec, static_cast<uint32_t>(attr->st_mtim.tv_nsec)};
+  }
+  if (to_set & FUSE_SET_ATTR_CTIME) {
+    sa.mask |= kSetCtime;
+    sa.ctime = {attr->st_ctim.tv_sec, static_cast<uint32_t>(attr->st_ctim.tv_nsec)};
+  }
+  auto a = fs.client().setattr(ino, sa, caller_of(req));
+  if (!a.ok()) {
+    fuse_reply_err(req, err_of(a.status(), "setattr", ino));
+    return;
+  }
+  struct stat st;
+  to_stat(*a, &st);
+  fuse_reply_attr(req, &st, fs.options().attr_timeout);
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  auto t = fs_of(req).client().readlink(ino);
+  if (!t.ok()) {
+    fuse_reply_err(req, err_of(t.status(), "readlink", ino));
+    return;
+  }
+  fuse_reply_readlink(req, t->c_str());
+}
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  reply_entry(req, fs_of(req).client().mknod(parent, name, mode, rdev, caller_of(req)), "mknod",
+              parent);
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  reply_entry(req, fs_of(req).client().mkdir(parent, std::string_view(name), mode, caller_of(req)),
+              "mkdir", parent);
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  reply_status(req, fs_of(req).client().unlink(parent, std::string_view(name), caller_of(req)),
+               "unlink", parent);
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  reply_status(req, fs_of(req).client().rmdir(parent, std::string_view(name), caller_of(req)),
+               "rmdir", parent);
+}
+
+void op_symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  reply_entry(req,
+              fs_of(req).client().symlink(parent, std::string_view(name), std::string_view(link),
+                                          caller_of(req)),
+              "symlink", parent);
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
+               const char* newname, unsigned int flags) {
+  reply_status(req,
+               fs_of(req).client().rename(parent, std::string_view(name), newparent,
+                                          std::string_view(newname), flags, caller_of(req)),
+               "rename", parent);
+}
+
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  reply_entry(req,
+              fs_of(req).client().link(ino, newparent, std::string_view(newname), caller_of(req)),
+              "link", ino);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  // The kernel places O_APPEND writes itself (at its i_size).
+  auto f = fs.client().open(ino, fi->flags & ~O_APPEND, caller_of(req));
+  if (!f.ok()) {
+    fuse_reply_err(req, err_of(f.status(), "open", ino));
+    return;
+  }
+  fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
+  fi->keep_cache = 0;  // close-to-open: drop cached pages on every open
+  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  if (fuse_reply_open(req, fi) != 0) {
+    auto* of = reinterpret_cast<OpenFile*>(fi->fh);
+    (void)fs.client().close(std::move(of->file));
+    delete of;
+  }
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+               fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  Attr a;
+  auto f = fs.client().create(parent, name, mode, fi->flags & ~O_APPEND, caller_of(req), &a);
+  if (!f.ok()) {
+    fuse_reply_err(req, err_of(f.status(), "create", parent));
+    return;
+  }
+  fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
+  fi->keep_cache = 0;
+  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  fuse_entry_param e = entry_of(fs, a);
+  fs.remember(a.ino);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    fs.forget(a.ino, 1);
+    auto* of = reinterpret_cast<OpenFile*>(fi->fh);
+    (void)fs.client().close(std::move(of->file));
+    delete of;
+  }
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  // The reply is written to /dev/fuse straight from the buffer the data
+  // servers filled (a registered pool buffer when it fits one).
+  auto buf = fs.client().register_buffer(size);
+  if (!buf.ok()) {
+    fuse_reply_err(req, err_of(buf.status(), "read buffer", ino));
+    return;
+  }
+  auto n = fs.client().pread(*file_of(fi), (*buf)->data(), size, static_cast<uint64_t>(off));
+  if (!n.ok()) {
+    fuse_reply_err(req, err_of(n.status(), "read", ino));
+    return;
+  }
+  fuse_reply_buf(req, reinterpret_cast<const char*>((*buf)->data()), *n);
+}
+
+void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,
+              fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  auto n = fs.client().pwrite(*file_of(fi), data, size, static_cast<uint64_t>(off));
+  if (!n.ok()) {
+    fuse_reply_err(req, err_of(n.status(), "write", ino));
+    return;
+  }
+  fuse_reply_write(req, *n);
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  reply_status(req, fs_of(req).client().flush(*file_of(fi)), "flush", ino);
+}
+
+void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto* of = reinterpret_cast<OpenFile*>(fi->fh);
+  Status st = fs_of(req).client().close(std::move(of->file));
+  delete of;
+  if (!st.ok()) (void)err_of(st, "release", ino);
+  fuse_reply_err(req, 0);  // release errors are not seen by anyone
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
+  reply_status(req, fs_of(req).client().fsync(*file_of(fi), datasync != 0), "fsync", ino);
+}
+
+// Directory offsets: 1 and 2 are "." and "..", then the MDS cookies (>= 3),
+// which stay valid while entries come and go.
+void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+  SurgeFs& fs = fs_of(req);
+  Caller c = caller_of(req);
+  std::vector<char> buf(size);
+  size_t used = 0;
+  auto add_dot = [&](const char* name, Ino dot_ino, off_t next) -> bool {
+    struct stat st;
+    std::memset(&st, 0, sizeof(st));
+    st.st_ino = dot_ino;
+    st.st_mode = S_IFDIR;
+    size_t n;
+    if (plus) {
+      fuse_entry_param e;
+      std::memset(&e, 0, sizeof(e));
+      e.attr = st;  // ino 0 in e: the kernel does not take a reference
+      n = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, next);
+    } else {
+      n = fuse_add_direntry(req, buf.data() + used, size - used, name, &st, next);
+    }
+    if (n > size - used) return false;
+    used += n;
+    return true;
+  };
+  if (off < 1 && !add_dot(".", ino, 1)) goto reply;
+  if (off < 2 && !add_dot("..", ino, 2)) goto reply;
+  {
+    uint64_t cookie = off <= 2 ? 0 : static_cast<uint64_t>(off);
+    // ~ how many names fit: ask for a few more than that.
+    size_t want = std::max<size_t>(16, size / (plus ? 160 : 32) + 8);
+    for (;;) {
+      auto page = fs.client().readdir(ino, cookie, want, c);
+      if (!page.ok()) {
+        if (used == 0) {
+          fuse_reply_err(req, err_of(page.status(), "readdir", ino));
+          return;
+        }
+        goto reply;
+      }
+      for (const DirEntry& d : page->entries) {
+        size_t n;
+        if (plus) {
+          fuse_entry_param e = entry_of(fs, d.attr);
+          n = fuse_add_direntry_plus(req, buf.data() + used, size - used, d.name.c_str(), &e,
+                                     static_cast<off_t>(d.cookie));
+          if (n > size - used) goto reply;
+          fs.remember(d.attr.ino);
+        } else {
+          struct stat st;
+          to_stat(d.attr, &st);
+          n = fuse_add_direntry(req, buf.data() + used, size - used, d.name.c_str(), &st,
+                                static_cast<off_t>(d.cookie));
+          if (n > size - used) goto reply;
+        }
+        used += n;
+        cookie = d.cookie;
+      }
+      if (page->eof || page->entries.empty()) break;
+    }
+  }
+reply:
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  do_readdir(req, ino, size, off, false);
+}
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    fuse_file_info* fi) {
+  do_readdir(req, ino, size, off, true);
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  SurgeFs& fs = fs_of(req);
+  if (fs.options().server_permissions) {
+    Status st = fs.client().access(ino, R_OK, caller_of(req));
+    if (!st.ok()) {
+      fuse_reply_err(req, err_of(st, "opendir", ino));
+      return;
+    }
+  }
+  fi->fh = 0;
+  fi->cache_readdir = 0;
+  fuse_reply_open(req, fi);
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { fuse_reply_err(req, 0); }
+
+void op_statfs(fuse_req_t req, fuse_ino_t ino) {
+  auto s = fs_of(req).client().statfs();
+  if (!s.ok()) {
+    fuse_reply_err(req, err_of(s.status(), "statfs", ino));
+    return;
+  }
+  struct statvfs v;
+  std::memset(&v, 0, sizeof(v));
+  v.f_bsize = s->block_size;
+  v.f_frsize = s->block_size;
+  v.f_blocks = s->total_bytes / s->block_size;
+  v.f_bfree = s->free_bytes / s->block_size;
+  v.f_bavail = v.f_bfree;
+  v.f_files = s->total_inodes;
+  v.f_ffree = s->free_inodes;
+  v.f_favail = s->free_inodes;
+  v.f_namemax = s->max_name;
+  fuse_reply_statfs(req, &v);
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
+                 size_t size, int flags) {
+  reply_status(req,
+               fs_of(req).client().setxattr(ino, name, std::string_view(value, size),
+                                            static_cast<uint32_t>(flags), caller_of(req)),
+               "setxattr", ino);
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  auto v = fs_of(req).client().getxattr(ino, name, caller_of(req));
+  if (!v.ok()) {
+    fuse_reply_err(req, err_of(v.status(), "getxattr", ino));
+  } else if (size == 0) {
+    fuse_reply_xattr(req, v->size());
+  } else if (size < v->size()) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, v->data(), v->size());
+  }
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  auto names = fs_of(req).client().listxattr(ino, caller_of(req));
+  if (!names.ok()) {
+    fuse_reply_err(req, err_of(names.status(), "listxattr", ino));
+    return;
+  }
+  std::string all;
+  for (const auto& n : *names) {
+    all += n;
+    all.push_back('\0');
+  }
+  if (size == 0) {
+    fuse_reply_xattr(req, all.size());
+  } else if (size < all.size()) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, all.data(), all.size());
+  }
+}
+
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  reply_status(req, fs_of(req).client().removexattr(ino, name, caller_of(req)), "removexattr",
+               ino);
+}
+
+void op_access(fuse_req_t req, fuse_ino_t ino, int mask) {
+  reply_status(req, fs_of(req).client().access(ino, static_cast<uint32_t>(mask), caller_of(req)),
+               "access", ino);
+}
+
+fuse_lowlevel_ops make_ops() {
+  fuse_lowlevel_ops o;
+  std::memset(&o, 0, sizeof(o));
+  o.init = op_init;
+  o.lookup = op_lookup;
+  o.forget = op_forget;
+  o.forget_multi = op_forget_multi;
+  o.getattr = op_getattr;
+  o.setattr = op_setattr;
+  o.readlink = op_readlink;
+  o.mknod = op_mknod;
+  o.mkdir = op_mkdir;
+  o.unlink = op_unlink;
+  o.rmdir = op_rmdir;
+  o.symlink = op_symlink;
+  o.rename = op_rename;
+  o.link = op_link;
+  o.open = op_open;
+  o.create = op_create;
+  o.read = op_read;
+  o.write = op_write;
+  o.flush = op_flush;
+  o.release = op_release;
+  o.fsync = op_fsync;
+  o.opendir = op_opendir;
+  o.readdir = op_readdir;
+  o.readdirplus = op_readdirplus;
+  o.releasedir = op_releasedir;
+  o.statfs = op_statfs;
+  o.setxattr = op_setxattr;
+  o.getxattr = op_getxattr;
+  o.listxattr = op_listxattr;
+  o.removexattr = op_removexattr;
+  o.access = op_access;
+  return o;
+}
+
+}  // namespace
+
+const fuse_lowlevel_ops* SurgeFs::ops() {
+  static const fuse_lowlevel_ops kOps = make_ops();
+  return &kOps;
+}
+
+void SurgeFs::remember(Ino ino) {
+  if (ino == FUSE_ROOT_ID) return;  // the root is never forgotten
+  std::lock_guard lk(lookups_mu_);
+  ++lookups_[ino];
+}
+
+void SurgeFs::forget(Ino ino, uint64_t n) {
+  std::lock_guard lk(lookups_mu_);
+  auto it = lookups_.find(ino);
+  if (it == lookups_.end()) return;
+  if (it->second <= n) {
+    lookups_.erase(it);
+  } else {
+    it->second -= n;
+  }
+}
+
+size_t SurgeFs::remembered() const {
+  std::lock_guard lk(lookups_mu_);
+  return lookups_.size();
+}
+
+}  // namespace surge::fuse

@@ -1,0 +1,55 @@
+// SurgeFs: the FUSE low-level operation table over libsurge. Every FUSE
+// inode number is the MDS inode number (the root is 1 on both sides), so
+// the only per-inode state here is the kernel's lookup count, kept exactly
+// (lookup/create/mkdir/readdirplus add, forget subtracts) and dropped at
+// zero: an mdtest-scale run leaves nothing behind. Open files are
+// surge::FileRef handles stored in fi->fh and closed in release.
+//
+// Credentials: every request runs with the caller's uid, gid and
+// supplementary groups (fuse_req_ctx + fuse_req_getgroups) and the MDS
+// checks permissions; the kernel's default_permissions can be added.
+#pragma once
+
+#include <fuse_lowlevel.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "surge/client.h"
+
+namespace surge::fuse {
+
+struct FsOptions {
+  double entry_timeout = 1.0;  // seconds the kernel caches a name
+  double attr_timeout = 1.0;   // seconds the kernel caches attributes
+  uint32_t max_write = 1u << 20;
+  uint32_t max_readahead = 1u << 20;  // per request (FUSE init)
+  uint32_t max_background = 64;
+  bool server_permissions = true;     // pass access() to the MDS
+};
+
+class SurgeFs {
+ public:
+  SurgeFs(std::unique_ptr<Client> client, FsOptions options)
+      : client_(std::move(client)), options_(options) {}
+
+  static const fuse_lowlevel_ops* ops();
+
+  Client& client() { return *client_; }
+  const FsOptions& options() const { return options_; }
+
+  // Lookup counts (kernel references) per inode.
+  void remember(Ino ino);
+  void forget(Ino ino, uint64_t n);
+  size_t remembered() const;
+
+ private:
+  std::unique_ptr<Client> client_;
+  FsOptions options_;
+  mutable std::mutex lookups_mu_;
+  std::unordered_map<Ino, uint64_t> lookups_;
+};
+
+}  // namespace surge::fuse
