@@ -1,0 +1,222 @@
+// ClusterMap implementation; see cluster_map.h.
+#include "mds/cluster/cluster_map.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/log.h"
+#include "mds/namespace/keys.h"
+
+namespace surge::mds {
+
+using proto::mds::TargetInfo;
+
+uint64_t ClusterMap::now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Result<std::unique_ptr<ClusterMap>> ClusterMap::Load(KvStore* kv, uint64_t fs_id,
+                                                     ClusterMapOptions options) {
+  std::unique_ptr<ClusterMap> m(new ClusterMap(kv, fs_id, options));
+  SURGE_ASSIGN_OR_RETURN(auto hwm, kv->get(Space::kSystem, keys::kTargetHwm));
+  if (hwm && hwm->size() == 4) m->next_id_ = keys::get_be32(*hwm);
+  SURGE_ASSIGN_OR_RETURN(auto ver, kv->get(Space::kSystem, keys::kMapVersion));
+  if (ver && ver->size() == 8) m->version_ = keys::get_be64(*ver);
+  Status bad;
+  const uint64_t now = now_ms();
+  SURGE_RETURN_IF_ERROR(kv->scan(Space::kSystem, keys::kTargetPrefix, keys::kTargetEnd,
+                                 [&](std::string_view k, std::string_view v) {
+                                   TargetInfo t;
+                                   if (!t.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+                                     bad = Status::Corruption("unreadable target record");
+                                     return false;
+                                   }
+                                   // Assume up until the timeout says otherwise, so
+                                   // a restarted MDS serves creates at once.
+                                   t.set_state(proto::mds::TARGET_UP);
+                                   t.set_last_heartbeat_ms(now);
+                                   m->targets_[t.target_id()] = t;
+                                   return true;
+                                 }));
+  SURGE_RETURN_IF_ERROR(bad);
+  // A restart counts as a change: clients refetch.
+  std::lock_guard lk(m->mu_);
+  ++m->version_;
+  SURGE_RETURN_IF_ERROR(m->persist_locked(nullptr));
+  return m;
+}
+
+Status ClusterMap::persist_locked(const TargetInfo* t) {
+  KvBatch b;
+  std::string v;
+  keys::put_be64(v, version_);
+  b.put(Space::kSystem, std::string(keys::kMapVersion), v);
+  std::string h;
+  keys::put_be32(h, next_id_);
+  b.put(Space::kSystem, std::string(keys::kTargetHwm), h);
+  if (t != nullptr) {
+    b.put(Space::kSystem, keys::target(t->target_id()), t->SerializeAsString());
+  }
+  return kv_->commit(b);
+}
+
+Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
+    const proto::mds::RegisterTargetRequest& req) {
+  if (req.address().empty()) {
+    return Status::InvalidArgument("RegisterTarget: empty address for target " +
+                                   std::to_string(req.target_id()));
+  }
+  std::lock_guard lk(mu_);
+  uint32_t id = req.target_id();
+  if (id == 0) {
+    id = next_id_++;
+  } else if (id >= next_id_) {
+    next_id_ = id + 1;  // a target keeps the id it has, even one we forgot
+  }
+  TargetInfo& t = targets_[id];
+  const bool changed = t.target_id() != id || t.address() != req.address() ||
+                       t.state() != proto::mds::TARGET_UP;
+  t.set_target_id(id);
+  t.set_address(req.address());
+  t.set_capacity_bytes(req.capacity_bytes());
+  t.set_free_bytes(req.free_bytes());
+  t.set_state(proto::mds::TARGET_UP);
+  t.set_last_heartbeat_ms(now_ms());
+  if (changed) ++version_;
+  SURGE_RETURN_IF_ERROR(persist_locked(&t));
+  SLOG_INFO("target {} registered at {} ({} of {} bytes free), map version {}", id, req.address(),
+            req.free_bytes(), req.capacity_bytes(), version_);
+  proto::mds::RegisterTargetReply r;
+  r.set_target_id(id);
+  r.set_fs_id(fs_id_);
+  r.set_heartbeat_interval_ms(opts_.heartbeat_interval_ms);
+  return r;
+}
+
+Result<proto::mds::TargetHeartbeatReply> ClusterMap::heartbeat(
+    const proto::mds::TargetHeartbeatRequest& req) {
+  std::lock_guard lk(mu_);
+  auto it = targets_.find(req.target_id());
+  if (it == targets_.end()) {
+    return Status::NotFound("target " + std::to_string(req.target_id()) +
+                            " is not registered: register again");
+  }
+  TargetInfo& t = it->second;
+  if (!req.address().empty() && req.address() != t.address()) {
+    return Status::NotFound("target " + std::to_string(req.target_id()) + " moved from " +
+                            t.address() + " to " + req.address() + ": register again");
+  }
+  t.set_capacity_bytes(req.capacity_bytes());
+  t.set_free_bytes(req.free_bytes());
+  t.set_last_heartbeat_ms(now_ms());
+  if (t.state() == proto::mds::TARGET_DOWN) {
+    t.set_state(proto::mds::TARGET_UP);
+    ++version_;
+    SLOG_INFO("target {} at {} is up again, map version {}", t.target_id(), t.address(), version_);
+    SURGE_RETURN_IF_ERROR(persist_locked(nullptr));
+  }
+  proto::mds::TargetHeartbeatReply r;
+  r.set_map_version(version_);
+  return r;
+}
+
+proto::mds::ClusterMap ClusterMap::snapshot() const {
+  std::lock_guard lk(mu_);
+  proto::mds::ClusterMap m;
+  m.set_version(version_);
+  m.set_fs_id(fs_id_);
+  for (const auto& [id, t] : targets_) *m.add_targets() = t;
+  return m;
+}
+
+uint64_t ClusterMap::version() const {
+  std::lock_guard lk(mu_);
+  return version_;
+}
+
+int ClusterMap::mark_silent_down(uint64_t now) {
+  std::lock_guard lk(mu_);
+  int n = 0;
+  for (auto& [id, t] : targets_) {
+    if (t.state() == proto::mds::TARGET_DOWN) continue;
+    if (now > t.last_heartbeat_ms() + opts_.target_timeout_ms) {
+      t.set_state(proto::mds::TARGET_DOWN);
+      ++n;
+      SLOG_WARN("target {} at {} silent for {} ms: marked down", id, t.address(),
+                now - t.last_heartbeat_ms());
+    }
+  }
+  if (n > 0) {
+    ++version_;
+    Status s = persist_locked(nullptr);
+    if (!s.ok()) SLOG_ERROR("persisting cluster map version: {}", s.ToString());
+  }
+  return n;
+}
+
+Result<proto::mds::Layout> ClusterMap::pick_layout(uint32_t stripe_size, uint32_t stripe_count) {
+  std::lock_guard lk(mu_);
+  std::vector<const TargetInfo*> up;
+  for (const auto& [id, t] : targets_) {
+    if (t.state() == proto::mds::TARGET_UP) up.push_back(&t);
+  }
+  if (up.empty()) {
+    return Status::NoSpace("no data server is up: cannot place a new file (" +
+                           std::to_string(targets_.size()) + " known, none up)");
+  }
+  const uint32_t count = std::clamp<uint32_t>(stripe_count, 1, static_cast<uint32_t>(up.size()));
+  // Smooth weighted round robin (weight = free MiB, at least 1): every pick
+  // credits each candidate its weight and takes the richest, which then
+  // pays the total; over many files each target's share follows its weight
+  // and consecutive files start on different targets.
+  std::vector<int64_t> weight(up.size());
+  for (size_t i = 0; i < up.size(); ++i) {
+    weight[i] = std::max<int64_t>(1, static_cast<int64_t>(up[i]->free_bytes() >> 20));
+  }
+  proto::mds::Layout l;
+  l.set_stripe_size(stripe_size);
+  l.set_stripe_count(count);
+  std::vector<bool> taken(up.size(), false);
+  for (uint32_t k = 0; k < count; ++k) {
+    int64_t total = 0;
+    size_t best = up.size();
+    for (size_t i = 0; i < up.size(); ++i) {
+      if (taken[i]) continue;
+      int64_t& c = rr_credit_[up[i]->target_id()];
+      c += weight[i];
+      total += weight[i];
+      if (best == up.size() || c > rr_credit_[up[best]->target_id()]) best = i;
+    }
+    rr_credit_[up[best]->target_id()] -= total;
+    taken[best] = true;
+    l.add_targets(up[best]->target_id());
+  }
+  return l;
+}
+
+std::optional<std::string> ClusterMap::live_address(uint32_t target_id) const {
+  std::lock_guard lk(mu_);
+  auto it = targets_.find(target_id);
+  if (it == targets_.end() || it->second.state() == proto::mds::TARGET_DOWN) return std::nullopt;
+  return it->second.address();
+}
+
+bool ClusterMap::known(uint32_t target_id) const {
+  std::lock_guard lk(mu_);
+  return targets_.count(target_id) != 0;
+}
+
+void ClusterMap::space(uint64_t* capacity, uint64_t* free) const {
+  std::lock_guard lk(mu_);
+  *capacity = 0;
+  *free = 0;
+  for (const auto& [id, t] : targets_) {
+    if (t.state() == proto::mds::TARGET_DOWN) continue;
+    *capacity += t.capacity_bytes();
+    *free += t.free_bytes();
+  }
+}
+
+}  // namespace surge::mds

@@ -1,0 +1,88 @@
+// KvStore: the small transactional key-value interface the namespace is
+// written against (get, ordered scan, atomic batch with conflict checks), so
+// the MDS can later move from embedded RocksDB onto a distributed
+// transactional KV (FoundationDB, TiKV) without touching the namespace code.
+//
+// Invariants: a committed batch is all-or-nothing and durable (synced WAL)
+// when commit() returns OK; a batch whose checks do not hold commits nothing
+// and returns Busy, so the caller can retry.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace surge::mds {
+
+// Key spaces (column families in RocksDB, key prefixes elsewhere).
+enum class Space : uint8_t {
+  kInodes = 0,    // ino -> InodeRecord
+  kDentries = 1,  // parent ino + name hash + name -> child ino + type
+  kXattrs = 2,    // ino + name -> value
+  kSystem = 3,    // fs id, inode high-water mark, targets, orphans
+};
+inline constexpr int kSpaceCount = 4;
+
+// One atomic change. Checks are the conflict detection: each names a key and
+// the value the caller based its decision on (nullopt: "must be absent").
+class KvBatch {
+ public:
+  struct Op {
+    Space space;
+    std::string key;
+    std::optional<std::string> value;  // nullopt: delete
+  };
+  struct Check {
+    Space space;
+    std::string key;
+    std::optional<std::string> expected;  // nullopt: absent
+  };
+
+  void put(Space s, std::string key, std::string value) {
+    ops_.push_back({s, std::move(key), std::move(value)});
+  }
+  void del(Space s, std::string key) { ops_.push_back({s, std::move(key), std::nullopt}); }
+  void check(Space s, std::string key, std::optional<std::string> expected) {
+    checks_.push_back({s, std::move(key), std::move(expected)});
+  }
+  bool empty() const { return ops_.empty(); }
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<Check>& checks() const { return checks_; }
+
+ private:
+  std::vector<Op> ops_;
+  std::vector<Check> checks_;
+};
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+
+  // nullopt when the key is absent.
+  virtual Result<std::optional<std::string>> get(Space s, std::string_view key) = 0;
+
+  // Visits keys in [begin, end) in byte order (end empty: to the end of the
+  // space) until fn returns false.
+  using ScanFn = std::function<bool(std::string_view key, std::string_view value)>;
+  virtual Status scan(Space s, std::string_view begin, std::string_view end, const ScanFn& fn) = 0;
+
+  // Atomic commit; Busy when a check fails. durable: the change is in the
+  // synced log when this returns. Not durable: it is applied and ordered
+  // (visible, and behind everything committed before it), and the next
+  // make_durable() from any thread syncs it; callers use this to release
+  // their locks before waiting for the disk.
+  virtual Status commit(const KvBatch& batch, bool durable = true) = 0;
+
+  // Syncs every commit that returned before this call. Concurrent callers
+  // share one sync (group commit).
+  virtual Status make_durable() = 0;
+
+  // Rough number of keys in a space (for statfs).
+  virtual uint64_t estimate_keys(Space s) = 0;
+};
+
+}  // namespace surge::mds

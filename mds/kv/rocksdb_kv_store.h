@@ -1,0 +1,44 @@
+// RocksKvStore: KvStore on an embedded RocksDB, one column family per Space.
+// Batches commit through an optimistic transaction (the checks become
+// GetForUpdate + validation at commit). Durable commits use a synced WAL
+// write (RocksDB group-commits concurrent sync writers); deferred ones are
+// written unsynced and make_durable() syncs the WAL, one fsync shared by
+// every caller waiting at that moment (our own group commit, so the
+// namespace can release its directory locks before the fsync).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "mds/kv/kv_store.h"
+
+namespace surge::mds {
+
+struct RocksKvOptions {
+  std::string path;
+  bool sync = true;             // fsync the WAL on every commit
+  bool create_if_missing = true;
+  size_t block_cache_bytes = 64 << 20;
+};
+
+class RocksKvStore : public KvStore {
+ public:
+  static Result<std::unique_ptr<RocksKvStore>> Open(const RocksKvOptions& options);
+  ~RocksKvStore() override;
+
+  Result<std::optional<std::string>> get(Space s, std::string_view key) override;
+  Status scan(Space s, std::string_view begin, std::string_view end, const ScanFn& fn) override;
+  Status commit(const KvBatch& batch, bool durable = true) override;
+  Status make_durable() override;
+  uint64_t estimate_keys(Space s) override;
+
+  // Flushes memtables and closes the DB (also done by the destructor).
+  Status close();
+
+ private:
+  struct Impl;
+  explicit RocksKvStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace surge::mds

@@ -1,0 +1,650 @@
+// Namespace: formatting, lookups, and the operations that add or remove
+// directory entries (create, mknod, mkdir, symlink, link, unlink, rmdir),
+// readdir, statfs, open/close and the orphan list. Rename lives in
+// namespace_rename.cpp, attribute/xattr/layout changes in
+// namespace_attrs.cpp. See namespace.h for the invariants.
+#include "mds/namespace/namespace.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <random>
+
+#include "common/log.h"
+#include "mds/namespace/errors.h"
+#include "mds/namespace/permissions.h"
+#include "net/proto/mds_methods.h"
+
+namespace surge::mds {
+
+namespace {
+constexpr const char* kFormatVersion = "1";
+constexpr uint32_t kMaxLinks = 65000;
+constexpr int kMaxAttempts = 100;
+
+std::string ino_str(uint64_t ino) { return "inode " + std::to_string(ino); }
+std::string entry_str(uint64_t parent, const std::string& name) {
+  return "'" + name + "' in directory " + std::to_string(parent);
+}
+}  // namespace
+
+uint64_t Namespace::now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Status Namespace::validate_name(const std::string& name) {
+  if (name.size() > 255) {
+    return err::NameTooLong("name of " + std::to_string(name.size()) +
+                               " bytes is longer than 255");
+  }
+  if (name.empty()) return Status::InvalidArgument("empty name");
+  if (name == "." || name == "..") return Status::InvalidArgument("name '" + name + "' is reserved");
+  if (name.find('/') != std::string::npos) {
+    return Status::InvalidArgument("name '" + name + "' contains '/'");
+  }
+  if (name.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("name contains a NUL byte");
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
+  SURGE_ASSIGN_OR_RETURN(auto format, kv->get(Space::kSystem, keys::kFormat));
+  SURGE_ASSIGN_OR_RETURN(auto fsid, kv->get(Space::kSystem, keys::kFsId));
+  if (!format && !fsid) {
+    bool has_inodes = false;
+    SURGE_RETURN_IF_ERROR(kv->scan(Space::kInodes, "", "", [&](std::string_view, std::string_view) {
+      has_inodes = true;
+      return false;
+    }));
+    if (has_inodes) {
+      return Status::Corruption("metadata store holds inodes but no file system id: not formatted "
+                                "by surge-mds, or damaged");
+    }
+    uint64_t id = expect_fs_id;
+    std::random_device rd;
+    while (id == 0) id = (static_cast<uint64_t>(rd()) << 32) | rd();
+    records::InodeRecord root;
+    auto* a = root.mutable_attr();
+    const uint64_t now = now_ns();
+    a->set_ino(proto::mds::kRootIno);
+    a->set_mode(S_IFDIR | 0755);
+    a->set_nlink(2);
+    a->set_atime_ns(now);
+    a->set_mtime_ns(now);
+    a->set_ctime_ns(now);
+    a->set_generation(1);
+    root.set_parent(proto::mds::kRootIno);
+    KvBatch b;
+    b.put(Space::kSystem, std::string(keys::kFormat), kFormatVersion);
+    std::string v;
+    keys::put_be64(v, id);
+    b.put(Space::kSystem, std::string(keys::kFsId), v);
+    std::string h;
+    keys::put_be64(h, proto::mds::kRootIno + 1);
+    b.put(Space::kSystem, std::string(keys::kInoHwm), h);
+    b.put(Space::kInodes, keys::inode(proto::mds::kRootIno), root.SerializeAsString());
+    SURGE_RETURN_IF_ERROR_CTX(kv->commit(b), "formatting the metadata store");
+    SLOG_INFO("formatted a new file system, id {:016x}", id);
+    return id;
+  }
+  if (!format || !fsid || fsid->size() != 8) {
+    return Status::Corruption("metadata store is damaged: file system id or format marker missing");
+  }
+  if (*format != kFormatVersion) {
+    return Status::Corruption("metadata store has format '" + *format + "', this surge-mds reads '" +
+                              kFormatVersion + "'");
+  }
+  const uint64_t id = keys::get_be64(*fsid);
+  if (expect_fs_id != 0 && id != expect_fs_id) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "metadata store belongs to file system %016llx, expected %016llx",
+             static_cast<unsigned long long>(id), static_cast<unsigned long long>(expect_fs_id));
+    return Status::InvalidArgument(buf);
+  }
+  SURGE_ASSIGN_OR_RETURN(auto root, kv->get(Space::kInodes, keys::inode(proto::mds::kRootIno)));
+  if (!root) return Status::Corruption("metadata store is damaged: the root inode is missing");
+  return id;
+}
+
+Result<std::unique_ptr<Namespace>> Namespace::Open(KvStore* kv, ClusterMap* map,
+                                                   SessionTable* sessions, ObjectTargets* objects,
+                                                   NamespaceOptions options) {
+  SURGE_ASSIGN_OR_RETURN(uint64_t id, FormatOrLoad(kv, 0));
+  std::unique_ptr<Namespace> ns(new Namespace(kv, map, sessions, objects, options));
+  ns->fs_id_ = id;
+  SURGE_ASSIGN_OR_RETURN(auto hwm, kv->get(Space::kSystem, keys::kInoHwm));
+  if (!hwm || hwm->size() != 8) return Status::Corruption("metadata store lacks its inode counter");
+  ns->next_ino_ = keys::get_be64(*hwm);
+  ns->ino_hwm_ = ns->next_ino_;
+  return ns;
+}
+
+Result<uint64_t> Namespace::alloc_ino() {
+  std::lock_guard lk(ino_mu_);
+  if (next_ino_ >= ino_hwm_) {
+    // Reserve a block durably before handing out any number of it, so a
+    // restart never reuses one.
+    const uint64_t hwm = next_ino_ + opts_.inode_batch;
+    KvBatch b;
+    std::string v;
+    keys::put_be64(v, hwm);
+    b.put(Space::kSystem, std::string(keys::kInoHwm), v);
+    SURGE_RETURN_IF_ERROR_CTX(kv_->commit(b), "reserving inode numbers");
+    ino_hwm_ = hwm;
+  }
+  return next_ino_++;
+}
+
+Result<std::optional<records::InodeRecord>> Namespace::load(uint64_t ino) {
+  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kInodes, keys::inode(ino)));
+  if (!v) return std::optional<records::InodeRecord>();
+  records::InodeRecord r;
+  if (!r.ParseFromString(*v)) return Status::Corruption(ino_str(ino) + " has an unreadable record");
+  return std::optional<records::InodeRecord>(std::move(r));
+}
+
+Result<records::InodeRecord> Namespace::load_existing(uint64_t ino, const char* what) {
+  if (ino == 0) return Status::InvalidArgument(std::string(what) + ": inode 0 does not exist");
+  SURGE_ASSIGN_OR_RETURN(auto r, load(ino));
+  if (!r) return Status::NotFound(std::string(what) + ": no " + ino_str(ino));
+  return std::move(*r);
+}
+
+Result<records::InodeRecord> Namespace::load_dir(uint64_t ino, const char* what) {
+  SURGE_ASSIGN_OR_RETURN(auto r, load_existing(ino, what));
+  if (!S_ISDIR(r.attr().mode())) {
+    return err::NotDirectory(std::string(what) + ": " + ino_str(ino) + " is not a directory");
+  }
+  return r;
+}
+
+Result<std::optional<keys::DentryValue>> Namespace::find(uint64_t parent, const std::string& name) {
+  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kDentries, keys::dentry(parent, name)));
+  if (!v) return std::optional<keys::DentryValue>();
+  keys::DentryValue d;
+  if (!keys::decode_dentry(*v, &d)) {
+    return Status::Corruption("unreadable entry " + entry_str(parent, name));
+  }
+  return std::optional<keys::DentryValue>(d);
+}
+
+void Namespace::put_inode(KvBatch& b, const records::InodeRecord& r) {
+  b.put(Space::kInodes, keys::inode(r.attr().ino()), r.SerializeAsString());
+}
+
+Result<bool> Namespace::dir_empty(uint64_t ino) {
+  bool empty = true;
+  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kDentries, keys::dentry_from(ino, 0), keys::dentry_end(ino),
+                                  [&](std::string_view, std::string_view) {
+                                    empty = false;
+                                    return false;
+                                  }));
+  return empty;
+}
+
+Status Namespace::delete_xattrs(KvBatch& b, uint64_t ino) {
+  return kv_->scan(Space::kXattrs, keys::xattr(ino, ""), keys::xattr_end(ino),
+                   [&](std::string_view k, std::string_view) {
+                     b.del(Space::kXattrs, std::string(k));
+                     return true;
+                   });
+}
+
+Status Namespace::commit_then_sync(KvBatch& b, LockTable::Guard& g) {
+  SURGE_RETURN_IF_ERROR(kv_->commit(b, /*durable=*/false));
+  g.release();
+  return kv_->make_durable();
+}
+
+Result<pb::Layout> Namespace::effective_dir_layout(const records::InodeRecord& dir) {
+  pb::Layout l;
+  l.set_stripe_size(opts_.default_stripe_size);
+  l.set_stripe_count(opts_.default_stripe_count);
+  // New directories copy their parent's default, so the nearest directory
+  // that has one is the answer; walk up for directories made before it was set.
+  records::InodeRecord cur = dir;
+  for (int depth = 0; depth < 4096; ++depth) {
+    if (cur.has_default_layout()) {
+      if (cur.default_layout().stripe_size() != 0) {
+        l.set_stripe_size(cur.default_layout().stripe_size());
+      }
+      if (cur.default_layout().stripe_count() != 0) {
+        l.set_stripe_count(cur.default_layout().stripe_count());
+      }
+      return l;
+    }
+    if (cur.attr().ino() == proto::mds::kRootIno) return l;
+    SURGE_ASSIGN_OR_RETURN(auto p, load(cur.parent()));
+    if (!p) return l;
+    cur = std::move(*p);
+  }
+  return l;
+}
+
+Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
+                                   const std::string& name, uint32_t mode, uint64_t rdev,
+                                   const std::string& symlink, KvBatch& b,
+                                   records::InodeRecord* child) {
+  const uint32_t type = mode & S_IFMT;
+  pb::Attr* pa = parent.mutable_attr();
+  SURGE_ASSIGN_OR_RETURN(uint64_t ino, alloc_ino());
+  const uint64_t now = now_ns();
+  child->Clear();
+  pb::Attr* a = child->mutable_attr();
+  a->set_ino(ino);
+  uint32_t perm = mode & 07777;
+  uint32_t gid = cred.gid();
+  if (pa->mode() & S_ISGID) {
+    // BSD group semantics of a setgid directory; subdirectories inherit it.
+    gid = pa->gid();
+    if (type == S_IFDIR) perm |= S_ISGID;
+  }
+  a->set_mode(type | perm);
+  a->set_uid(cred.uid());
+  a->set_gid(gid);
+  a->set_nlink(type == S_IFDIR ? 2 : 1);
+  a->set_atime_ns(now);
+  a->set_mtime_ns(now);
+  a->set_ctime_ns(now);
+  a->set_rdev(type == S_IFCHR || type == S_IFBLK ? rdev : 0);
+  a->set_generation(1);
+  if (type == S_IFREG) {
+    SURGE_ASSIGN_OR_RETURN(pb::Layout want, effective_dir_layout(parent));
+    SURGE_ASSIGN_OR_RETURN(pb::Layout l, map_->pick_layout(want.stripe_size(), want.stripe_count()));
+    *a->mutable_layout() = std::move(l);
+  } else if (type == S_IFDIR) {
+    child->set_parent(pa->ino());
+    if (parent.has_default_layout()) *child->mutable_default_layout() = parent.default_layout();
+    pa->set_nlink(pa->nlink() + 1);
+  } else if (type == S_IFLNK) {
+    child->set_symlink(symlink);
+    a->set_size(symlink.size());
+  }
+  pa->set_mtime_ns(now);
+  pa->set_ctime_ns(now);
+  const std::string dkey = keys::dentry(pa->ino(), name);
+  b.check(Space::kDentries, dkey, std::nullopt);
+  b.put(Space::kDentries, dkey, keys::encode_dentry({ino, type}));
+  put_inode(b, *child);
+  put_inode(b, parent);
+  return Status::OK();
+}
+
+Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const std::string& name,
+                            uint32_t mode, uint64_t rdev, const std::string& symlink,
+                            pb::EntryReply* out) {
+  SURGE_RETURN_IF_ERROR(validate_name(name));
+  auto g = locks_.lock({parent});
+  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(parent, "create"));
+  SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
+  SURGE_ASSIGN_OR_RETURN(auto existing, find(parent, name));
+  if (existing) return Status::AlreadyExists(entry_str(parent, name) + " exists");
+  KvBatch b;
+  records::InodeRecord child;
+  SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, b, &child));
+  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+  *out->mutable_attr() = child.attr();
+  out->set_created(true);
+  return Status::OK();
+}
+
+Status Namespace::open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
+                                       uint32_t flags, uint64_t session_id, LockTable::Guard& g) {
+  const pb::Attr& a = rec.attr();
+  const uint32_t acc = flags & O_ACCMODE;
+  const bool write = acc == O_WRONLY || acc == O_RDWR || (flags & O_TRUNC);
+  uint32_t mask = 0;
+  if (acc == O_RDONLY || acc == O_RDWR) mask |= kMayRead;
+  if (write) mask |= kMayWrite;
+  if (S_ISDIR(a.mode()) && write) {
+    return err::IsDirectory("open for writing: " + ino_str(a.ino()) + " is a directory");
+  }
+  if (S_ISLNK(a.mode())) {
+    return Status(Code::kLoop, "open: " + ino_str(a.ino()) + " is a symlink");
+  }
+  SURGE_RETURN_IF_ERROR(check_access(cred, a, mask, "open"));
+  if ((flags & O_TRUNC) && S_ISREG(a.mode())) {
+    SURGE_RETURN_IF_ERROR(truncate_objects(a, 0));
+    const uint64_t now = now_ns();
+    rec.mutable_attr()->set_size(0);
+    rec.mutable_attr()->set_mtime_ns(now);
+    rec.mutable_attr()->set_ctime_ns(now);
+    KvBatch b;
+    put_inode(b, rec);
+    SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
+  }
+  if (session_id != 0) SURGE_RETURN_IF_ERROR(sessions_->add_open(session_id, a.ino()));
+  g.release();
+  return (flags & O_TRUNC) ? kv_->make_durable() : Status::OK();
+}
+
+Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
+  SURGE_RETURN_IF_ERROR(validate_name(req.name()));
+  const auto& cred = req.cred();
+  auto g = locks_.lock({req.parent()});
+  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "create"));
+  SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayExec, "create"));
+  SURGE_ASSIGN_OR_RETURN(auto existing, find(req.parent(), req.name()));
+  if (existing) {
+    if (req.exclusive()) return Status::AlreadyExists(entry_str(req.parent(), req.name()) + " exists");
+    if (S_ISDIR(existing->type)) {
+      return err::IsDirectory(entry_str(req.parent(), req.name()) + " is a directory");
+    }
+    // Opening the existing file: its own lock (parent stays locked so the
+    // entry cannot move; parent before child is not stripe order, so take
+    // the pair again in order and re-check).
+    g.release();
+    auto g2 = locks_.lock({req.parent(), existing->child});
+    SURGE_ASSIGN_OR_RETURN(auto again, find(req.parent(), req.name()));
+    if (!again || again->child != existing->child) {
+      return Status::Busy("create: " + entry_str(req.parent(), req.name()) +
+                          " changed concurrently, retry");
+    }
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(existing->child, "create"));
+    SURGE_RETURN_IF_ERROR(open_existing_locked(cred, rec, req.flags(), req.session_id(), g2));
+    *out->mutable_attr() = rec.attr();
+    out->set_created(false);
+    return Status::OK();
+  }
+  SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
+  KvBatch b;
+  records::InodeRecord child;
+  SURGE_RETURN_IF_ERROR(
+      add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", b, &child));
+  SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
+  // Record the open before the directory unlocks: an unlink of the new
+  // name must see it open.
+  Status os = req.session_id() != 0 ? sessions_->add_open(req.session_id(), child.attr().ino())
+                                     : Status::OK();
+  g.release();
+  SURGE_RETURN_IF_ERROR(kv_->make_durable());
+  SURGE_RETURN_IF_ERROR(os);
+  *out->mutable_attr() = child.attr();
+  out->set_created(true);
+  return Status::OK();
+}
+
+Status Namespace::mknod(const pb::MknodRequest& req, pb::EntryReply* out) {
+  uint32_t mode = req.mode();
+  switch (mode & S_IFMT) {
+    case 0:
+      mode |= S_IFREG;
+      break;
+    case S_IFREG:
+    case S_IFIFO:
+    case S_IFSOCK:
+      break;
+    case S_IFCHR:
+    case S_IFBLK:
+      if (req.cred().uid() != 0) {
+        return Status::NotPermitted("mknod: device nodes need uid 0, caller has uid " +
+                                    std::to_string(req.cred().uid()));
+      }
+      break;
+    case S_IFDIR:
+      return Status::NotPermitted("mknod: use mkdir for directories");
+    default:
+      return Status::InvalidArgument("mknod: bad file type in mode " + std::to_string(mode));
+  }
+  return make_node(req.cred(), req.parent(), req.name(), mode, req.rdev(), "", out);
+}
+
+Status Namespace::mkdir(const pb::MkdirRequest& req, pb::EntryReply* out) {
+  return make_node(req.cred(), req.parent(), req.name(), S_IFDIR | (req.mode() & 07777), 0, "",
+                   out);
+}
+
+Status Namespace::symlink(const pb::SymlinkRequest& req, pb::EntryReply* out) {
+  if (req.target().empty()) return Status::NotFound("symlink: empty target");
+  if (req.target().size() >= 4096) {
+    return err::NameTooLong("symlink: target of " + std::to_string(req.target().size()) +
+                               " bytes is longer than 4095");
+  }
+  if (req.target().find('\0') != std::string::npos) {
+    return Status::InvalidArgument("symlink: target contains a NUL byte");
+  }
+  return make_node(req.cred(), req.parent(), req.name(), S_IFLNK | 0777, 0, req.target(), out);
+}
+
+Status Namespace::lookup(const pb::LookupRequest& req, pb::EntryReply* out) {
+  SURGE_RETURN_IF_ERROR(validate_name(req.name()));
+  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "lookup"));
+  SURGE_RETURN_IF_ERROR(check_access(req.cred(), p.attr(), kMayExec, "lookup"));
+  SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name()));
+  if (!d) return Status::NotFound("lookup: no " + entry_str(req.parent(), req.name()));
+  SURGE_ASSIGN_OR_RETURN(auto c, load(d->child));
+  // Removed between the two reads: as if the lookup came after.
+  if (!c) return Status::NotFound("lookup: no " + entry_str(req.parent(), req.name()));
+  *out->mutable_attr() = c->attr();
+  return Status::OK();
+}
+
+Status Namespace::getattr(const pb::GetAttrRequest& req, pb::EntryReply* out) {
+  SURGE_ASSIGN_OR_RETURN(auto r, load_existing(req.ino(), "getattr"));
+  *out->mutable_attr() = r.attr();
+  return Status::OK();
+}
+
+Status Namespace::access(const pb::AccessRequest& req) {
+  SURGE_ASSIGN_OR_RETURN(auto r, load_existing(req.ino(), "access"));
+  return check_access(req.cred(), r.attr(), req.mask(), "access");
+}
+
+Status Namespace::readlink(const pb::ReadlinkRequest& req, pb::ReadlinkReply* out) {
+  SURGE_ASSIGN_OR_RETURN(auto r, load_existing(req.ino(), "readlink"));
+  if (!S_ISLNK(r.attr().mode())) {
+    return Status::InvalidArgument("readlink: " + ino_str(req.ino()) + " is not a symlink");
+  }
+  out->set_target(r.symlink());
+  return Status::OK();
+}
+
+Status Namespace::unlink(const pb::UnlinkRequest& req) {
+  SURGE_RETURN_IF_ERROR(validate_name(req.name()));
+  const auto& cred = req.cred();
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    SURGE_ASSIGN_OR_RETURN(auto p0, load_dir(req.parent(), "unlink"));
+    SURGE_RETURN_IF_ERROR(check_access(cred, p0.attr(), kMayExec, "unlink"));
+    SURGE_ASSIGN_OR_RETURN(auto d0, find(req.parent(), req.name()));
+    if (!d0) return Status::NotFound("unlink: no " + entry_str(req.parent(), req.name()));
+    auto g = locks_.lock({req.parent(), d0->child});
+    SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name()));
+    if (!d || d->child != d0->child) continue;  // changed before we locked
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "unlink"));
+    SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "unlink"));
+    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "unlink"));
+    if (S_ISDIR(c.attr().mode())) {
+      return err::IsDirectory("unlink: " + entry_str(req.parent(), req.name()) +
+                                 " is a directory");
+    }
+    SURGE_RETURN_IF_ERROR(check_sticky(cred, p.attr(), c.attr(), "unlink"));
+    const uint64_t now = now_ns();
+    KvBatch b;
+    b.check(Space::kDentries, keys::dentry(req.parent(), req.name()),
+            keys::encode_dentry(*d));
+    b.del(Space::kDentries, keys::dentry(req.parent(), req.name()));
+    p.mutable_attr()->set_mtime_ns(now);
+    p.mutable_attr()->set_ctime_ns(now);
+    put_inode(b, p);
+    c.mutable_attr()->set_nlink(c.attr().nlink() - 1);
+    c.mutable_attr()->set_ctime_ns(now);
+    put_inode(b, c);
+    if (c.attr().nlink() == 0) b.put(Space::kSystem, keys::orphan(c.attr().ino()), "");
+    return commit_then_sync(b, g);
+  }
+  return Status::Busy("unlink: " + entry_str(req.parent(), req.name()) + " keeps changing");
+}
+
+Status Namespace::rmdir(const pb::UnlinkRequest& req) {
+  SURGE_RETURN_IF_ERROR(validate_name(req.name()));
+  const auto& cred = req.cred();
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    SURGE_ASSIGN_OR_RETURN(auto p0, load_dir(req.parent(), "rmdir"));
+    SURGE_RETURN_IF_ERROR(check_access(cred, p0.attr(), kMayExec, "rmdir"));
+    SURGE_ASSIGN_OR_RETURN(auto d0, find(req.parent(), req.name()));
+    if (!d0) return Status::NotFound("rmdir: no " + entry_str(req.parent(), req.name()));
+    auto g = locks_.lock({req.parent(), d0->child});
+    SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name()));
+    if (!d || d->child != d0->child) continue;
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "rmdir"));
+    SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "rmdir"));
+    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "rmdir"));
+    if (!S_ISDIR(c.attr().mode())) {
+      return err::NotDirectory("rmdir: " + entry_str(req.parent(), req.name()) +
+                                  " is not a directory");
+    }
+    SURGE_RETURN_IF_ERROR(check_sticky(cred, p.attr(), c.attr(), "rmdir"));
+    SURGE_ASSIGN_OR_RETURN(bool empty, dir_empty(c.attr().ino()));
+    if (!empty) {
+      return err::NotEmpty("rmdir: " + entry_str(req.parent(), req.name()) + " is not empty");
+    }
+    const uint64_t now = now_ns();
+    KvBatch b;
+    b.del(Space::kDentries, keys::dentry(req.parent(), req.name()));
+    b.del(Space::kInodes, keys::inode(c.attr().ino()));
+    SURGE_RETURN_IF_ERROR(delete_xattrs(b, c.attr().ino()));
+    p.mutable_attr()->set_nlink(p.attr().nlink() - 1);
+    p.mutable_attr()->set_mtime_ns(now);
+    p.mutable_attr()->set_ctime_ns(now);
+    put_inode(b, p);
+    return commit_then_sync(b, g);
+  }
+  return Status::Busy("rmdir: " + entry_str(req.parent(), req.name()) + " keeps changing");
+}
+
+Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
+  SURGE_RETURN_IF_ERROR(validate_name(req.new_name()));
+  auto g = locks_.lock({req.new_parent(), req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto c, load_existing(req.ino(), "link"));
+  if (S_ISDIR(c.attr().mode())) {
+    return Status::NotPermitted("link: " + ino_str(req.ino()) + " is a directory");
+  }
+  if (c.attr().nlink() == 0) return Status::NotFound("link: " + ino_str(req.ino()) + " was removed");
+  if (c.attr().nlink() >= kMaxLinks) {
+    return Status(Code::kTooManyLinks, "link: " + ino_str(req.ino()) + " has too many links");
+  }
+  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.new_parent(), "link"));
+  SURGE_RETURN_IF_ERROR(check_access(req.cred(), p.attr(), kMayWrite | kMayExec, "link"));
+  SURGE_ASSIGN_OR_RETURN(auto existing, find(req.new_parent(), req.new_name()));
+  if (existing) return Status::AlreadyExists("link: " + entry_str(req.new_parent(), req.new_name()) + " exists");
+  const uint64_t now = now_ns();
+  KvBatch b;
+  const std::string dkey = keys::dentry(req.new_parent(), req.new_name());
+  b.check(Space::kDentries, dkey, std::nullopt);
+  b.put(Space::kDentries, dkey, keys::encode_dentry({req.ino(), c.attr().mode() & S_IFMT}));
+  c.mutable_attr()->set_nlink(c.attr().nlink() + 1);
+  c.mutable_attr()->set_ctime_ns(now);
+  p.mutable_attr()->set_mtime_ns(now);
+  p.mutable_attr()->set_ctime_ns(now);
+  put_inode(b, c);
+  put_inode(b, p);
+  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+  *out->mutable_attr() = c.attr();
+  return Status::OK();
+}
+
+Status Namespace::readdir(const pb::ReadDirRequest& req, pb::ReadDirReply* out) {
+  SURGE_ASSIGN_OR_RETURN(auto dir, load_dir(req.ino(), "readdir"));
+  SURGE_RETURN_IF_ERROR(check_access(req.cred(), dir.attr(), kMayRead, "readdir"));
+  uint32_t max = req.max_entries() == 0 ? 1024 : req.max_entries();
+  max = std::min(max, opts_.max_readdir_entries);
+  const uint64_t start = req.cookie() == 0 ? 0 : req.cookie() + 1;
+  if (req.cookie() >= (1ull << 63) - 1) {  // past the last possible cookie
+    out->set_eof(true);
+    return Status::OK();
+  }
+  Status bad;
+  bool more = false;
+  SURGE_RETURN_IF_ERROR(kv_->scan(
+      Space::kDentries, keys::dentry_from(req.ino(), start), keys::dentry_end(req.ino()),
+      [&](std::string_view k, std::string_view v) {
+        if (static_cast<uint32_t>(out->entries_size()) == max) {
+          more = true;
+          return false;
+        }
+        uint64_t parent, cookie;
+        std::string_view name;
+        keys::DentryValue d;
+        if (!keys::decode_dentry_key(k, &parent, &cookie, &name) || !keys::decode_dentry(v, &d)) {
+          bad = Status::Corruption("unreadable entry in directory " + std::to_string(req.ino()));
+          return false;
+        }
+        auto* e = out->add_entries();
+        e->set_name(std::string(name));
+        e->set_ino(d.child);
+        e->set_type(d.type);
+        e->set_cookie(cookie);
+        return true;
+      }));
+  SURGE_RETURN_IF_ERROR(bad);
+  if (req.plus()) {
+    for (auto& e : *out->mutable_entries()) {
+      SURGE_ASSIGN_OR_RETURN(auto c, load(e.ino()));
+      if (c) *e.mutable_attr() = c->attr();  // gone meanwhile: entry without attributes
+    }
+  }
+  out->set_eof(!more);
+  return Status::OK();
+}
+
+Status Namespace::statfs(const pb::StatFsRequest&, pb::StatFsReply* out) {
+  uint64_t cap = 0, free = 0;
+  map_->space(&cap, &free);
+  out->set_capacity_bytes(cap);
+  out->set_free_bytes(free);
+  const uint64_t used = std::max<uint64_t>(1, kv_->estimate_keys(Space::kInodes));
+  out->set_inodes_used(used);
+  out->set_inodes_free(opts_.max_inodes > used ? opts_.max_inodes - used : 0);
+  out->set_name_max(255);
+  out->set_block_size(4096);
+  return Status::OK();
+}
+
+Status Namespace::open(const pb::OpenRequest& req, pb::EntryReply* out) {
+  auto g = locks_.lock({req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "open"));
+  if (rec.attr().nlink() == 0) return Status::NotFound("open: " + ino_str(req.ino()) + " was removed");
+  SURGE_RETURN_IF_ERROR(open_existing_locked(req.cred(), rec, req.flags(), req.session_id(), g));
+  *out->mutable_attr() = rec.attr();
+  return Status::OK();
+}
+
+Status Namespace::close(const pb::CloseRequest& req) {
+  sessions_->release_open(req.session_id(), req.ino());
+  return Status::OK();
+}
+
+Result<std::vector<uint64_t>> Namespace::list_orphans(size_t max) {
+  std::vector<uint64_t> out;
+  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kSystem, keys::kOrphanPrefix, keys::kOrphanEnd,
+                                  [&](std::string_view k, std::string_view) {
+                                    if (k.size() == keys::kOrphanPrefix.size() + 8) {
+                                      out.push_back(keys::get_be64(k.substr(2)));
+                                    }
+                                    return out.size() < max;
+                                  }));
+  return out;
+}
+
+Result<std::optional<records::InodeRecord>> Namespace::orphan_record(uint64_t ino) {
+  return load(ino);
+}
+
+Status Namespace::purge_orphan(uint64_t ino) {
+  auto g = locks_.lock({ino});
+  if (sessions_->is_open(ino)) return Status::Busy("orphan " + ino_str(ino) + " is open again");
+  SURGE_ASSIGN_OR_RETURN(auto rec, load(ino));
+  KvBatch b;
+  b.del(Space::kSystem, keys::orphan(ino));
+  if (rec && rec->attr().nlink() == 0) {
+    b.del(Space::kInodes, keys::inode(ino));
+    SURGE_RETURN_IF_ERROR(delete_xattrs(b, ino));
+  }
+  return kv_->commit(b);
+}
+
+}  // namespace surge::mds

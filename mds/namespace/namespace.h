@@ -1,0 +1,141 @@
+// Namespace: the POSIX file system tree of one Surge file system, on a
+// KvStore. Every operation checks the caller's credentials as Linux would
+// and returns errno-exact Status codes.
+//
+// Invariants:
+//  * every change that touches several keys commits as one KvBatch;
+//  * an operation holds the LockTable stripes of every inode whose record or
+//    entries it changes, so concurrent operations on one directory serialize
+//    while unrelated ones run in parallel; renames that move an entry to
+//    another directory also take the rename mutex (as Linux's
+//    s_vfs_rename_mutex) so the "not into its own subtree" walk is stable;
+//  * a reply is sent only after the change is durable (make_durable after
+//    the locks are released: waiting for the disk does not hold up the
+//    directory, and the log orders every dependent change after it);
+//  * nlink is exact: files count their entries, directories 2 + subdirs;
+//  * a non-directory whose last link goes is kept with nlink 0 and listed in
+//    the orphan list in the same batch; the collector removes it later.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "mds/cluster/cluster_map.h"
+#include "mds/cluster/object_targets.h"
+#include "mds/cluster/session_table.h"
+#include "mds/kv/kv_store.h"
+#include "mds/namespace/keys.h"
+#include "mds/namespace/lock_table.h"
+#include "mds/namespace/records.pb.h"
+#include "net/proto/mds.pb.h"
+
+namespace surge::mds {
+
+struct NamespaceOptions {
+  uint32_t default_stripe_size = 1 << 20;
+  uint32_t default_stripe_count = 4;
+  uint64_t inode_batch = 4096;          // inode numbers reserved per persisted step
+  uint64_t max_inodes = 1ull << 32;     // reported by statfs
+  uint32_t max_readdir_entries = 4096;  // per page
+};
+
+namespace pb = ::surge::proto::mds;
+
+class Namespace {
+ public:
+  // Formats an empty store (fs id, root inode 1 mode 0755 uid 0) or checks
+  // an existing one; returns the fs id. expect_fs_id 0: any.
+  static Result<uint64_t> FormatOrLoad(KvStore* kv, uint64_t expect_fs_id);
+
+  static Result<std::unique_ptr<Namespace>> Open(KvStore* kv, ClusterMap* map,
+                                                 SessionTable* sessions, ObjectTargets* objects,
+                                                 NamespaceOptions options);
+
+  Status lookup(const pb::LookupRequest& req, pb::EntryReply* out);
+  Status getattr(const pb::GetAttrRequest& req, pb::EntryReply* out);
+  Status setattr(const pb::SetAttrRequest& req, pb::EntryReply* out);
+  Status create(const pb::CreateRequest& req, pb::EntryReply* out);
+  Status mknod(const pb::MknodRequest& req, pb::EntryReply* out);
+  Status mkdir(const pb::MkdirRequest& req, pb::EntryReply* out);
+  Status unlink(const pb::UnlinkRequest& req);
+  Status rmdir(const pb::UnlinkRequest& req);
+  Status rename(const pb::RenameRequest& req);
+  Status link(const pb::LinkRequest& req, pb::EntryReply* out);
+  Status symlink(const pb::SymlinkRequest& req, pb::EntryReply* out);
+  Status readlink(const pb::ReadlinkRequest& req, pb::ReadlinkReply* out);
+  Status readdir(const pb::ReadDirRequest& req, pb::ReadDirReply* out);
+  Status statfs(const pb::StatFsRequest& req, pb::StatFsReply* out);
+  Status setxattr(const pb::SetXattrRequest& req);
+  Status getxattr(const pb::GetXattrRequest& req, pb::GetXattrReply* out);
+  Status listxattr(const pb::ListXattrRequest& req, pb::ListXattrReply* out);
+  Status removexattr(const pb::RemoveXattrRequest& req);
+  Status set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply* out);
+  Status get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply* out);
+  Status report_size(const pb::ReportSizeRequest& req, pb::EntryReply* out);
+  Status open(const pb::OpenRequest& req, pb::EntryReply* out);
+  Status close(const pb::CloseRequest& req);
+  Status access(const pb::AccessRequest& req);
+
+  // Orphan collection (see OrphanCollector).
+  Result<std::vector<uint64_t>> list_orphans(size_t max);
+  // The orphan's record (nullopt when it is already gone).
+  Result<std::optional<records::InodeRecord>> orphan_record(uint64_t ino);
+  // Deletes the inode, its xattrs and its orphan entry, unless it is open
+  // again (then Busy).
+  Status purge_orphan(uint64_t ino);
+
+  KvStore* kv() { return kv_; }
+  uint64_t fs_id() const { return fs_id_; }
+
+  static uint64_t now_ns();
+  // EINVAL / ENAMETOOLONG for names that can never be a directory entry.
+  static Status validate_name(const std::string& name);
+
+ private:
+  Namespace(KvStore* kv, ClusterMap* map, SessionTable* sessions, ObjectTargets* objects,
+            NamespaceOptions o)
+      : kv_(kv), map_(map), sessions_(sessions), objects_(objects), opts_(o) {}
+
+  Result<uint64_t> alloc_ino();
+  Result<std::optional<records::InodeRecord>> load(uint64_t ino);
+  Result<records::InodeRecord> load_existing(uint64_t ino, const char* what);
+  Result<records::InodeRecord> load_dir(uint64_t ino, const char* what);
+  Result<std::optional<keys::DentryValue>> find(uint64_t parent, const std::string& name);
+  void put_inode(KvBatch& b, const records::InodeRecord& r);
+  Result<bool> dir_empty(uint64_t ino);
+  Status delete_xattrs(KvBatch& b, uint64_t ino);
+  Status commit_then_sync(KvBatch& b, LockTable::Guard& g);
+  Status truncate_objects(const pb::Attr& a, uint64_t size);
+  // Builds a new child of a locked, loaded directory into b (the dentry,
+  // the child, the updated parent); the caller commits.
+  Status add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
+                          const std::string& name, uint32_t mode, uint64_t rdev,
+                          const std::string& symlink, KvBatch& b, records::InodeRecord* child);
+  // create/mknod/mkdir/symlink without an existing-name special case.
+  Status make_node(const pb::Credentials& cred, uint64_t parent, const std::string& name,
+                   uint32_t mode, uint64_t rdev, const std::string& symlink, pb::EntryReply* out);
+  Status open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
+                              uint32_t flags, uint64_t session_id, LockTable::Guard& g);
+  Result<pb::Layout> effective_dir_layout(const records::InodeRecord& dir);
+  Result<bool> is_ancestor(uint64_t maybe_ancestor, uint64_t ino);
+
+  KvStore* kv_;
+  ClusterMap* map_;
+  SessionTable* sessions_;
+  ObjectTargets* objects_;
+  NamespaceOptions opts_;
+  uint64_t fs_id_ = 0;
+  LockTable locks_;
+  std::mutex rename_mu_;
+  std::mutex ino_mu_;
+  uint64_t next_ino_ = 0;  // guarded by ino_mu_
+  uint64_t ino_hwm_ = 0;   // first number not yet reserved on disk
+};
+
+}  // namespace surge::mds

@@ -1,0 +1,361 @@
+// Namespace: attribute changes (setattr, size reports, truncation of the
+// objects), extended attributes and layouts. Each holds its inode's stripe
+// while it reads, decides and commits.
+#include <sys/stat.h>
+
+#include "common/stripe_map.h"
+#include "mds/namespace/namespace.h"
+#include "mds/namespace/errors.h"
+#include "mds/namespace/permissions.h"
+
+namespace surge::mds {
+
+namespace {
+constexpr uint32_t kXattrCreate = 1;
+constexpr uint32_t kXattrReplace = 2;
+constexpr size_t kXattrNameMax = 255;
+constexpr size_t kXattrValueMax = 65536;
+constexpr size_t kXattrListMax = 65536;
+constexpr uint32_t kMinStripeSize = 64 << 10;
+
+std::string ino_str(uint64_t ino) { return "inode " + std::to_string(ino); }
+
+enum class XattrNs { kUser, kTrusted, kSecurity, kSystem, kOther };
+XattrNs xattr_ns(const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  if (starts("user.")) return XattrNs::kUser;
+  if (starts("trusted.")) return XattrNs::kTrusted;
+  if (starts("security.")) return XattrNs::kSecurity;
+  if (starts("system.")) return XattrNs::kSystem;
+  return XattrNs::kOther;
+}
+
+Status validate_xattr_name(const std::string& name) {
+  if (name.empty() || name.size() > kXattrNameMax) {
+    return Status::OutOfRange("xattr name of " + std::to_string(name.size()) +
+                              " bytes (must be 1..255)");
+  }
+  if (name.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("xattr name contains a NUL byte");
+  }
+  switch (xattr_ns(name)) {
+    case XattrNs::kSystem:
+      return Status::NotSupported("xattr '" + name + "': system.* (ACLs) is not supported");
+    case XattrNs::kOther:
+      return Status::NotSupported("xattr '" + name + "': unknown namespace");
+    default:
+      return Status::OK();
+  }
+}
+
+// May cred read (write=false) or change (write=true) xattr 'name' of a?
+Status check_xattr_access(const pb::Credentials& c, const pb::Attr& a, const std::string& name,
+                          bool write) {
+  switch (xattr_ns(name)) {
+    case XattrNs::kTrusted:
+      if (c.uid() != 0) {
+        if (!write) return err::NoData("xattr '" + name + "' of " + ino_str(a.ino()));
+        return Status::NotPermitted("xattr '" + name + "': trusted.* needs uid 0");
+      }
+      return Status::OK();
+    case XattrNs::kSecurity:
+      if (write && !is_owner_or_root(c, a)) {
+        return Status::NotPermitted("xattr '" + name + "': only the owner may set it");
+      }
+      return Status::OK();
+    case XattrNs::kUser:
+      if (!S_ISREG(a.mode()) && !S_ISDIR(a.mode())) {
+        if (write) {
+          return Status::NotPermitted("xattr '" + name + "': user.* only on files and directories");
+        }
+        return err::NoData("xattr '" + name + "' of " + ino_str(a.ino()));
+      }
+      if (write && S_ISDIR(a.mode()) && (a.mode() & S_ISVTX) && !is_owner_or_root(c, a)) {
+        return Status::NotPermitted("xattr '" + name + "': sticky directory of another owner");
+      }
+      return check_access(c, a, write ? kMayWrite : kMayRead, "xattr");
+    default:
+      return Status::NotSupported("xattr '" + name + "'");
+  }
+}
+
+Status validate_layout(const pb::Layout& l, bool allow_zero) {
+  const uint32_t ss = l.stripe_size();
+  if (!(allow_zero && ss == 0) && (ss < kMinStripeSize || ss % kMinStripeSize != 0)) {
+    return Status::InvalidArgument("stripe size " + std::to_string(ss) +
+                                   " must be a multiple of 64 KiB");
+  }
+  if (!allow_zero && l.stripe_count() == 0) {
+    return Status::InvalidArgument("stripe count must be at least 1");
+  }
+  if (l.stripe_count() > 4096) {
+    return Status::InvalidArgument("stripe count " + std::to_string(l.stripe_count()) +
+                                   " is too large");
+  }
+  return Status::OK();
+}
+}  // namespace
+
+Status Namespace::truncate_objects(const pb::Attr& a, uint64_t size) {
+  if (!a.has_layout()) return Status::OK();
+  const pb::Layout& l = a.layout();
+  StripeGeometry geo{l.stripe_size(), l.stripe_count()};
+  for (int slot = 0; slot < l.targets_size(); ++slot) {
+    const uint32_t target = l.targets(slot);
+    auto addr = map_->live_address(target);
+    if (!addr) {
+      return Status::Unavailable("truncating " + ino_str(a.ino()) + ": data server " +
+                                 std::to_string(target) + " is down");
+    }
+    const uint64_t osize = object_size_for_file_size(geo, static_cast<uint32_t>(slot), size);
+    SURGE_RETURN_IF_ERROR_CTX(objects_->truncate(target, *addr, a.ino(), osize),
+                              "truncating object " + std::to_string(a.ino()) + " on target " +
+                                  std::to_string(target) + " at " + *addr);
+  }
+  return Status::OK();
+}
+
+Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
+  const auto& c = req.cred();
+  const uint32_t v = req.valid();
+  auto g = locks_.lock({req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setattr"));
+  pb::Attr* a = rec.mutable_attr();
+  const bool owner_or_root = is_owner_or_root(c, *a);
+  const uint64_t now = now_ns();
+  const std::string what = "setattr " + ino_str(req.ino());
+
+  // Checks first, all of them, then the changes: a refused request changes nothing.
+  if ((v & pb::SETATTR_MODE) && !owner_or_root) {
+    return Status::NotPermitted(what + ": chmod by uid " + std::to_string(c.uid()) + ", not owner");
+  }
+  if ((v & pb::SETATTR_UID) && c.uid() != 0 && !(c.uid() == a->uid() && req.uid() == a->uid())) {
+    return Status::NotPermitted(what + ": chown needs uid 0");
+  }
+  if ((v & pb::SETATTR_GID) && c.uid() != 0 &&
+      !(c.uid() == a->uid() && (req.gid() == a->gid() || in_group(c, req.gid())))) {
+    return Status::NotPermitted(what + ": chgrp to gid " + std::to_string(req.gid()) +
+                                " needs ownership and membership");
+  }
+  if ((v & (pb::SETATTR_ATIME | pb::SETATTR_MTIME | pb::SETATTR_CTIME)) && !owner_or_root) {
+    return Status::NotPermitted(what + ": setting times needs ownership");
+  }
+  if ((v & (pb::SETATTR_ATIME_NOW | pb::SETATTR_MTIME_NOW)) && !owner_or_root) {
+    SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "utimes"));
+  }
+  if (v & pb::SETATTR_SIZE) {
+    if (S_ISDIR(a->mode())) return err::IsDirectory(what + ": truncate of a directory");
+    if (!S_ISREG(a->mode())) return Status::InvalidArgument(what + ": truncate of a special file");
+    SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "truncate"));
+  }
+
+  if (v & pb::SETATTR_SIZE) {
+    // Objects first: if a data server fails, the size stays as it was.
+    SURGE_RETURN_IF_ERROR(truncate_objects(*a, req.size()));
+    a->set_size(req.size());
+    a->set_mtime_ns(now);
+  }
+  if (v & pb::SETATTR_MODE) {
+    uint32_t mode = req.mode() & 07777;
+    const uint32_t gid = (v & pb::SETATTR_GID) ? req.gid() : a->gid();
+    if (c.uid() != 0 && !in_group(c, gid)) mode &= ~static_cast<uint32_t>(S_ISGID);
+    a->set_mode((a->mode() & S_IFMT) | mode);
+  }
+  if ((v & (pb::SETATTR_UID | pb::SETATTR_GID)) && !S_ISDIR(a->mode())) {
+    // chown drops setuid, and setgid when it means "group executable".
+    uint32_t mode = a->mode() & ~static_cast<uint32_t>(S_ISUID);
+    if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) mode &= ~static_cast<uint32_t>(S_ISGID);
+    a->set_mode(mode);
+  }
+  if (v & pb::SETATTR_UID) a->set_uid(req.uid());
+  if (v & pb::SETATTR_GID) a->set_gid(req.gid());
+  if (v & pb::SETATTR_ATIME) a->set_atime_ns(req.atime_ns());
+  if (v & pb::SETATTR_ATIME_NOW) a->set_atime_ns(now);
+  if (v & pb::SETATTR_MTIME) a->set_mtime_ns(req.mtime_ns());
+  if (v & pb::SETATTR_MTIME_NOW) a->set_mtime_ns(now);
+  a->set_ctime_ns((v & pb::SETATTR_CTIME) ? req.ctime_ns() : now);
+  KvBatch b;
+  put_inode(b, rec);
+  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+  *out->mutable_attr() = rec.attr();
+  return Status::OK();
+}
+
+Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* out) {
+  auto g = locks_.lock({req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "report size"));
+  pb::Attr* a = rec.mutable_attr();
+  if (S_ISDIR(a->mode())) return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
+  if (!S_ISREG(a->mode())) return Status::InvalidArgument("report size: " + ino_str(req.ino()) + " is not a regular file");
+  if (!is_owner_or_root(req.cred(), *a)) {
+    SURGE_RETURN_IF_ERROR(check_access(req.cred(), *a, kMayWrite, "report size"));
+  }
+  const uint64_t now = now_ns();
+  if (req.end() > a->size()) a->set_size(req.end());
+  a->set_mtime_ns(req.mtime_ns() != 0 ? req.mtime_ns() : now);
+  a->set_ctime_ns(now);
+  KvBatch b;
+  put_inode(b, rec);
+  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+  *out->mutable_attr() = rec.attr();
+  return Status::OK();
+}
+
+Status Namespace::setxattr(const pb::SetXattrRequest& req) {
+  SURGE_RETURN_IF_ERROR(validate_xattr_name(req.name()));
+  if (req.value().size() > kXattrValueMax) {
+    return err::TooBig("xattr '" + req.name() + "': value of " +
+                          std::to_string(req.value().size()) + " bytes exceeds 64 KiB");
+  }
+  if ((req.flags() & ~(kXattrCreate | kXattrReplace)) != 0) {
+    return Status::InvalidArgument("setxattr: unknown flags " + std::to_string(req.flags()));
+  }
+  auto g = locks_.lock({req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setxattr"));
+  SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
+  const std::string key = keys::xattr(req.ino(), req.name());
+  SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
+  if ((req.flags() & kXattrCreate) && old) {
+    return Status::AlreadyExists("xattr '" + req.name() + "' of " + ino_str(req.ino()) + " exists");
+  }
+  if ((req.flags() & kXattrReplace) && !old) {
+    return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()) + " does not exist");
+  }
+  if (!old) {
+    // The list of names must stay within what listxattr can return.
+    size_t total = req.name().size() + 1;
+    SURGE_RETURN_IF_ERROR(kv_->scan(Space::kXattrs, keys::xattr(req.ino(), ""),
+                                    keys::xattr_end(req.ino()),
+                                    [&](std::string_view k, std::string_view) {
+                                      total += k.size() - 8 + 1;
+                                      return true;
+                                    }));
+    if (total > kXattrListMax) {
+      return Status::NoSpace("xattr '" + req.name() + "': " + ino_str(req.ino()) +
+                             " has no room for more xattr names");
+    }
+  }
+  rec.mutable_attr()->set_ctime_ns(now_ns());
+  KvBatch b;
+  b.put(Space::kXattrs, key, req.value());
+  put_inode(b, rec);
+  return commit_then_sync(b, g);
+}
+
+Status Namespace::getxattr(const pb::GetXattrRequest& req, pb::GetXattrReply* out) {
+  SURGE_RETURN_IF_ERROR(validate_xattr_name(req.name()));
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "getxattr"));
+  SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), false));
+  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kXattrs, keys::xattr(req.ino(), req.name())));
+  if (!v) return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()));
+  out->set_size(static_cast<uint32_t>(v->size()));
+  if (req.size() == 0) return Status::OK();
+  if (req.size() < v->size()) {
+    return Status::OutOfRange("xattr '" + req.name() + "' of " + ino_str(req.ino()) + " has " +
+                              std::to_string(v->size()) + " bytes, buffer holds " +
+                              std::to_string(req.size()));
+  }
+  out->set_value(std::move(*v));
+  return Status::OK();
+}
+
+Status Namespace::listxattr(const pb::ListXattrRequest& req, pb::ListXattrReply* out) {
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "listxattr"));
+  std::vector<std::string> names;
+  size_t total = 0;
+  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kXattrs, keys::xattr(req.ino(), ""),
+                                  keys::xattr_end(req.ino()),
+                                  [&](std::string_view k, std::string_view) {
+                                    std::string n(k.substr(8));
+                                    if (xattr_ns(n) == XattrNs::kTrusted && req.cred().uid() != 0) {
+                                      return true;  // hidden from non-root, as Linux does
+                                    }
+                                    total += n.size() + 1;
+                                    names.push_back(std::move(n));
+                                    return true;
+                                  }));
+  out->set_size(static_cast<uint32_t>(total));
+  if (req.size() == 0) return Status::OK();
+  if (req.size() < total) {
+    return Status::OutOfRange("xattr list of " + ino_str(req.ino()) + " has " +
+                              std::to_string(total) + " bytes, buffer holds " +
+                              std::to_string(req.size()));
+  }
+  for (auto& n : names) out->add_names(std::move(n));
+  return Status::OK();
+}
+
+Status Namespace::removexattr(const pb::RemoveXattrRequest& req) {
+  SURGE_RETURN_IF_ERROR(validate_xattr_name(req.name()));
+  auto g = locks_.lock({req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "removexattr"));
+  SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
+  const std::string key = keys::xattr(req.ino(), req.name());
+  SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
+  if (!old) return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()));
+  rec.mutable_attr()->set_ctime_ns(now_ns());
+  KvBatch b;
+  b.del(Space::kXattrs, key);
+  put_inode(b, rec);
+  return commit_then_sync(b, g);
+}
+
+Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply* out) {
+  auto g = locks_.lock({req.ino()});
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setstripe"));
+  const std::string what = "setstripe on " + ino_str(req.ino());
+  if (!is_owner_or_root(req.cred(), rec.attr())) {
+    return Status::NotPermitted(what + ": only the owner or root may change a layout");
+  }
+  KvBatch b;
+  if (S_ISDIR(rec.attr().mode())) {
+    SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), true), what);
+    pb::Layout l;
+    l.set_stripe_size(req.layout().stripe_size());
+    l.set_stripe_count(req.layout().stripe_count());
+    *rec.mutable_default_layout() = l;
+    *out->mutable_layout() = l;
+  } else if (S_ISREG(rec.attr().mode())) {
+    SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), false), what);
+    if (rec.attr().size() != 0) {
+      return Status::Busy(what + ": the file holds " + std::to_string(rec.attr().size()) +
+                          " bytes; layouts change only on empty files");
+    }
+    SURGE_ASSIGN_OR_RETURN(pb::Layout l, map_->pick_layout(req.layout().stripe_size(),
+                                                           req.layout().stripe_count()));
+    // Objects on the old targets may exist (created empty by a truncate).
+    const pb::Layout& old = rec.attr().layout();
+    for (uint32_t target : old.targets()) {
+      auto addr = map_->live_address(target);
+      if (!addr) {
+        return Status::Unavailable(what + ": data server " + std::to_string(target) + " is down");
+      }
+      SURGE_RETURN_IF_ERROR_CTX(objects_->remove(target, *addr, req.ino()),
+                                what + ": removing the old object on " + *addr);
+    }
+    *rec.mutable_attr()->mutable_layout() = l;
+    *out->mutable_layout() = l;
+  } else {
+    return Status::InvalidArgument(what + ": not a file or directory");
+  }
+  rec.mutable_attr()->set_ctime_ns(now_ns());
+  put_inode(b, rec);
+  return commit_then_sync(b, g);
+}
+
+Status Namespace::get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply* out) {
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "getstripe"));
+  if (S_ISREG(rec.attr().mode())) {
+    *out->mutable_layout() = rec.attr().layout();
+    return Status::OK();
+  }
+  if (!S_ISDIR(rec.attr().mode())) {
+    return Status::InvalidArgument("getstripe: " + ino_str(req.ino()) + " is not a file or directory");
+  }
+  SURGE_ASSIGN_OR_RETURN(auto l, effective_dir_layout(rec));
+  *out->mutable_layout() = l;
+  out->set_inherited(!rec.has_default_layout());
+  return Status::OK();
+}
+
+}  // namespace surge::mds
