@@ -1,0 +1,51 @@
+// OdsConfig: every setting of surge-ods, its default, and how it is read:
+// defaults here, then the TOML file (--config), then command-line flags.
+// ods/surge-ods.toml lists every key at its default with a note; keep the
+// two in step. All settings are read at start; none change at run time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace surge::ods {
+
+struct OdsConfig {
+  // [server]
+  std::string data_dir = "/var/lib/surge/ods";
+  std::string listen = "tcp://127.0.0.1:7101";
+  std::string advertise;  // address told to the MDS; empty: the bound listen address
+  std::string cluster_key_file = "/etc/surge/cluster.key";
+  int io_threads = 2;
+  int worker_threads = 8;
+  uint32_t credits_per_connection = 128;
+  // [mds]
+  std::string mds = "tcp://127.0.0.1:7100";  // empty: run without an MDS
+  uint32_t heartbeat_interval_ms = 0;        // 0: what the MDS asks for
+  uint32_t mds_retry_ms = 1000;
+  // [pool]
+  size_t pool_1m_buffers = 32;
+  size_t pool_64k_buffers = 128;
+  size_t pool_4k_buffers = 512;
+  bool huge_pages = true;
+  bool lock_memory = true;
+  // [store]
+  uint64_t max_object_size = uint64_t{1} << 40;
+  uint64_t max_io_bytes = 8 << 20;
+  size_t max_open_objects = 1024;
+  bool o_direct = false;
+  uint64_t reserved_free_bytes = 0;
+  // [log]
+  std::string log_level = "info";
+  std::string log_file;
+};
+
+// Reads a TOML file over the defaults in cfg. Unknown keys are errors (a
+// typo must not silently leave a default in place).
+Status load_config_file(const std::string& path, OdsConfig& cfg);
+
+// Checks ranges and relations between settings.
+Status validate_config(const OdsConfig& cfg);
+
+}  // namespace surge::ods

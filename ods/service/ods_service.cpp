@@ -1,0 +1,212 @@
+// OdsService: request checks, bulk pulls and pushes, and store calls.
+#include "ods/service/ods_service.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+
+namespace surge::ods {
+namespace {
+
+namespace pb = surge::proto::ods;
+
+constexpr size_t kMaxChunk = 1 << 20;
+
+size_t largest_class_count(net::BufferPool& pool) {
+  size_t best_size = 0, count = 0;
+  for (const auto& c : pool.stats()) {
+    if (c.buffer_size >= best_size) {
+      best_size = c.buffer_size;
+      count = c.total;
+    }
+  }
+  return count;
+}
+
+// Counts a request as in flight for the heartbeat's load figure.
+class InflightGuard {
+ public:
+  explicit InflightGuard(std::atomic<uint64_t>& n) : n_(n) { n_.fetch_add(1); }
+  ~InflightGuard() { n_.fetch_sub(1); }
+
+ private:
+  std::atomic<uint64_t>& n_;
+};
+
+std::string obj_name(uint64_t id) { return "object " + std::to_string(id); }
+
+Status check_bulk(net::RpcContext& ctx, net::BulkAccess want, uint64_t id, const char* op) {
+  net::BulkHandle& bulk = ctx.bulk();
+  if (bulk.count() != 1) {
+    return Status::InvalidArgument(std::string(op) + " " + obj_name(id) + " from " + ctx.peer() +
+                                   ": expected 1 bulk region, got " + std::to_string(bulk.count()));
+  }
+  if (bulk.access(0) != want) {
+    return Status::InvalidArgument(std::string(op) + " " + obj_name(id) + " from " + ctx.peer() +
+                                   ": bulk region has the wrong access kind");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options)
+    : store_(store),
+      options_(options),
+      chunk_(std::min(kMaxChunk, pool.max_buffer_size())),
+      admission_(options.io_buffers != 0 ? std::min(options.io_buffers, largest_class_count(pool))
+                                         : largest_class_count(pool)) {
+  if (chunk_ == 0 || admission_.capacity() == 0) {
+    throw std::logic_error("OdsService: the buffer pool " + pool.name() + " has no buffers");
+  }
+  // A request never needs more units than exist, or it could never run.
+  options_.max_io_bytes = std::min<uint64_t>(options_.max_io_bytes, admission_.capacity() * chunk_);
+}
+
+void OdsService::register_handlers(net::RpcServer& server) {
+  server.add<pb::OdsWrite>(
+      [this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) { return write(ctx, q, r); });
+  server.add<pb::OdsRead>(
+      [this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) { return read(ctx, q, r); });
+  server.add<pb::OdsTruncate>(
+      [this](net::RpcContext&, const pb::TruncateRequest& q, pb::TruncateReply& r) { return truncate(q, r); });
+  server.add<pb::OdsRemove>(
+      [this](net::RpcContext&, const pb::RemoveRequest& q, pb::RemoveReply& r) { return remove(q, r); });
+  server.add<pb::OdsStat>(
+      [this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) { return stat(q, r); });
+  server.add<pb::OdsSync>(
+      [this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) { return sync(q, r); });
+  server.add<pb::OdsStatFs>(
+      [this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) { return statfs(q, r); });
+}
+
+Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::WriteReply& resp) {
+  InflightGuard g(inflight_);
+  const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
+  if (id == 0) return Status::InvalidArgument("write from " + ctx.peer() + ": object id 0");
+  if (len == 0) return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": length 0");
+  if (len > options_.max_io_bytes) {
+    return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": length " +
+                                   std::to_string(len) + " over the limit " + std::to_string(options_.max_io_bytes));
+  }
+  const uint64_t max_size = store_.options().max_object_size;
+  if (off > max_size || len > max_size - off) {
+    return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": range [" +
+                                   std::to_string(off) + ", +" + std::to_string(len) +
+                                   ") past the maximum object size " + std::to_string(max_size));
+  }
+  SURGE_RETURN_IF_ERROR(check_bulk(ctx, net::BulkAccess::kServerPull, id, "write"));
+  if (ctx.bulk().length(0) != len) {
+    return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": bulk region of " +
+                                   std::to_string(ctx.bulk().length(0)) + " bytes for a length of " +
+                                   std::to_string(len));
+  }
+
+  const size_t chunks = (len + chunk_ - 1) / chunk_;
+  SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(chunks, options_.buffer_wait));
+  std::vector<net::PoolBuffer> bufs;
+  std::vector<iovec> segs;
+  bufs.reserve(chunks);
+  segs.reserve(chunks);
+  uint32_t crc = 0;
+  for (uint64_t done = 0; done < len;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, len - done));
+    SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf, ctx.pool().acquire(n, options_.buffer_wait));
+    std::span<std::byte> dst(buf.data(), n);
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, done, dst),
+                              "while pulling " + obj_name(id) + " data from " + ctx.peer());
+    crc = surge::crc32c(dst.data(), n, crc);
+    segs.push_back({dst.data(), n});
+    bufs.push_back(std::move(buf));
+    done += n;
+  }
+  if (crc != req.crc32c()) {
+    SLOG_WARN("write {} at offset {} from {}: payload CRC {:08x}, request says {:08x}; nothing stored", obj_name(id),
+              off, ctx.peer(), crc, req.crc32c());
+    return Status::Corruption("write " + obj_name(id) + " at offset " + std::to_string(off) +
+                              ": payload checksum mismatch, nothing stored");
+  }
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.write(id, off, segs, req.sync()));
+  resp.set_object_size(size);
+  return Status::OK();
+}
+
+Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::ReadReply& resp) {
+  InflightGuard g(inflight_);
+  const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
+  if (id == 0) return Status::InvalidArgument("read from " + ctx.peer() + ": object id 0");
+  if (len > options_.max_io_bytes) {
+    return Status::InvalidArgument("read " + obj_name(id) + " from " + ctx.peer() + ": length " +
+                                   std::to_string(len) + " over the limit " + std::to_string(options_.max_io_bytes));
+  }
+  SURGE_RETURN_IF_ERROR(check_bulk(ctx, net::BulkAccess::kServerPush, id, "read"));
+  if (ctx.bulk().length(0) < len) {
+    return Status::InvalidArgument("read " + obj_name(id) + " from " + ctx.peer() + ": bulk region of " +
+                                   std::to_string(ctx.bulk().length(0)) + " bytes for a length of " +
+                                   std::to_string(len));
+  }
+  resp.set_length(0);
+  resp.set_crc32c(0);
+  if (len == 0 || off >= store_.options().max_object_size) return Status::OK();
+
+  SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(1, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf,
+                         ctx.pool().acquire(std::min<uint64_t>(chunk_, len), options_.buffer_wait));
+  uint32_t crc = 0;
+  uint64_t done = 0;
+  while (done < len) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, len - done));
+    SURGE_ASSIGN_OR_RETURN(uint64_t got, store_.read(id, off + done, std::span<std::byte>(buf.data(), n)));
+    if (got == 0) break;
+    std::span<const std::byte> src(buf.data(), got);
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, src), "while pushing " + obj_name(id) + " data to " + ctx.peer());
+    crc = surge::crc32c(src.data(), got, crc);
+    done += got;
+    if (got < n) break;  // end of the object
+  }
+  resp.set_length(done);
+  resp.set_crc32c(crc);
+  return Status::OK();
+}
+
+Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply&) {
+  InflightGuard g(inflight_);
+  return store_.truncate(req.object_id(), req.size());
+}
+
+Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
+  InflightGuard g(inflight_);
+  SURGE_ASSIGN_OR_RETURN(bool existed, store_.remove(req.object_id()));
+  resp.set_existed(existed);
+  return Status::OK();
+}
+
+Status OdsService::stat(const pb::StatRequest& req, pb::StatReply& resp) {
+  InflightGuard g(inflight_);
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.stat(req.object_id()));
+  resp.set_size(size);
+  return Status::OK();
+}
+
+Status OdsService::sync(const pb::SyncRequest& req, pb::SyncReply&) {
+  InflightGuard g(inflight_);
+  if (static_cast<size_t>(req.object_ids_size()) > options_.max_sync_ids) {
+    return Status::InvalidArgument("sync of " + std::to_string(req.object_ids_size()) + " objects, the limit is " +
+                                   std::to_string(options_.max_sync_ids));
+  }
+  std::vector<uint64_t> ids(req.object_ids().begin(), req.object_ids().end());
+  return store_.sync(ids);
+}
+
+Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
+  SURGE_ASSIGN_OR_RETURN(StoreStats s, store_.statfs());
+  resp.set_capacity_bytes(s.capacity_bytes);
+  resp.set_free_bytes(s.free_bytes);
+  resp.set_objects(s.objects);
+  return Status::OK();
+}
+
+}  // namespace surge::ods

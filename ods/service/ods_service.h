@@ -1,0 +1,73 @@
+// OdsService: the handlers of every OdsXxx method (net/proto/ods.proto),
+// between the net layer's bulk handles and the ObjectStore.
+//
+// Nothing in a request is trusted: object ids, offsets and lengths are
+// checked against the limits, and the bulk descriptor must be exactly one
+// region of the right access kind and length; a bad request gets an error
+// reply and the connection keeps serving.
+//
+// Memory stays bounded under any load: a request first takes, in arrival
+// order, the IO buffer units it needs from IoAdmission (capacity: the
+// pool's largest buffer class), then pool buffers of at most 1 MiB each.
+// Handlers run on the RPC server's worker threads, so at most
+// worker_threads requests do IO at once and the rest wait in order.
+//
+// Write: the payload is pulled in order from offset 0 (TCP streams it),
+// chunk by chunk into pool buffers while its CRC32C is computed; only when
+// that matches the request's CRC does anything reach the store, so a
+// damaged transfer leaves no bytes behind. Read: chunks are read (and
+// block-verified) into a pool buffer and pushed; the reply carries the CRC
+// of exactly the bytes pushed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "common/status.h"
+#include "net/proto/ods_methods.h"
+#include "net/rpc_server.h"
+#include "ods/service/io_admission.h"
+#include "ods/store/object_store.h"
+
+namespace surge::ods {
+
+struct OdsServiceOptions {
+  uint64_t max_io_bytes = 8 << 20;  // per Write/Read request
+  size_t max_sync_ids = 65536;      // per Sync request
+  // Admission units (buffers of the pool's largest class); 0: all of them.
+  size_t io_buffers = 0;
+  std::chrono::milliseconds buffer_wait{30000};
+};
+
+class OdsService {
+ public:
+  // pool: the RPC server's pool (the one ctx.pool() returns).
+  OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options = {});
+
+  void register_handlers(net::RpcServer& server);
+
+  // Requests being served right now (the heartbeat's load).
+  uint64_t load() const { return inflight_.load(); }
+  const IoAdmission& admission() const { return admission_; }
+
+  Status write(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
+               proto::ods::WriteReply& resp);
+  Status read(net::RpcContext& ctx, const proto::ods::ReadRequest& req, proto::ods::ReadReply& resp);
+  Status truncate(const proto::ods::TruncateRequest& req, proto::ods::TruncateReply& resp);
+  Status remove(const proto::ods::RemoveRequest& req, proto::ods::RemoveReply& resp);
+  Status stat(const proto::ods::StatRequest& req, proto::ods::StatReply& resp);
+  Status sync(const proto::ods::SyncRequest& req, proto::ods::SyncReply& resp);
+  Status statfs(const proto::ods::StatFsRequest& req, proto::ods::StatFsReply& resp);
+
+ private:
+  size_t chunk_size() const { return chunk_; }
+
+  ObjectStore& store_;
+  OdsServiceOptions options_;
+  size_t chunk_;  // <= 1 MiB and <= the pool's largest buffer
+  IoAdmission admission_;
+  std::atomic<uint64_t> inflight_{0};
+};
+
+}  // namespace surge::ods
