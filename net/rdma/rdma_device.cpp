@@ -1,0 +1,120 @@
+// RdmaDevice: PD, limits and memory registration per verbs device.
+#include "net/rdma/rdma_device.h"
+
+#include <cerrno>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/log.h"
+
+namespace surge::net::rdma {
+
+namespace {
+std::mutex g_devices_mu;
+std::unordered_map<ibv_context*, std::weak_ptr<RdmaDevice>> g_devices;
+}  // namespace
+
+Result<std::shared_ptr<RdmaDevice>> RdmaDevice::For(ibv_context* verbs) {
+  if (verbs == nullptr) return Status::Unavailable("rdma: no verbs device behind the address");
+  std::lock_guard lk(g_devices_mu);
+  auto it = g_devices.find(verbs);
+  if (it != g_devices.end()) {
+    if (auto d = it->second.lock()) return d;
+  }
+  std::shared_ptr<RdmaDevice> d(new RdmaDevice());
+  d->ctx_ = verbs;
+  d->name_ = ibv_get_device_name(verbs->device);
+  if (ibv_query_device(verbs, &d->attr_) != 0) {
+    return Status::FromErrno(errno, "rdma: ibv_query_device on " + d->name_);
+  }
+  ibv_port_attr port{};
+  if (ibv_query_port(verbs, 1, &port) == 0 && port.max_msg_sz != 0) {
+    d->max_msg_size_ = port.max_msg_sz;
+  }
+  d->mw_type2_ = (d->attr_.device_cap_flags &
+                  (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B)) != 0;
+  d->pd_ = ibv_alloc_pd(verbs);
+  if (d->pd_ == nullptr) return Status::FromErrno(errno, "rdma: ibv_alloc_pd on " + d->name_);
+  SLOG_INFO("rdma: device {} opened (max_sge {}, max_qp_rd_atom {}, max_msg_sz {}, mw type 2: {})",
+            d->name_, d->attr_.max_sge, d->attr_.max_qp_rd_atom, d->max_msg_size_,
+            d->mw_type2_ ? "yes" : "no");
+  g_devices[verbs] = d;
+  return d;
+}
+
+RdmaDevice::~RdmaDevice() {
+  {
+    std::lock_guard lk(attach_mu_);
+    for (auto& [pool, n] : pools_) pool->remove_registrar(this);
+    pools_.clear();
+  }
+  {
+    std::unique_lock lk(mr_mu_);
+    for (auto& [base, mr] : mrs_) ibv_dereg_mr(mr);
+    mrs_.clear();
+  }
+  if (pd_ != nullptr && ibv_dealloc_pd(pd_) != 0) {
+    SLOG_ERROR("rdma: ibv_dealloc_pd on {} failed (a resource still uses it)", name_);
+  }
+  std::lock_guard lk(g_devices_mu);
+  auto it = g_devices.find(ctx_);
+  if (it != g_devices.end() && it->second.expired()) g_devices.erase(it);
+}
+
+Status RdmaDevice::attach_pool(BufferPool& pool) {
+  std::lock_guard lk(attach_mu_);
+  auto it = pools_.find(&pool);
+  if (it != pools_.end()) {
+    ++it->second;
+    return Status::OK();
+  }
+  SURGE_RETURN_IF_ERROR_CTX(pool.add_registrar(this), "on rdma device " + name_);
+  pools_[&pool] = 1;
+  return Status::OK();
+}
+
+void RdmaDevice::detach_pool(BufferPool& pool) {
+  std::lock_guard lk(attach_mu_);
+  auto it = pools_.find(&pool);
+  if (it == pools_.end()) return;
+  if (--it->second == 0) {
+    pool.remove_registrar(this);
+    pools_.erase(it);
+  }
+}
+
+Status RdmaDevice::register_slab(void* base, size_t len) {
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+  ibv_mr* mr = ibv_reg_mr(pd_, base, len, access);
+  if (mr == nullptr) {
+    return Status::FromErrno(errno, "rdma: ibv_reg_mr of " + std::to_string(len) +
+                                        " bytes on " + name_ +
+                                        " (is `ulimit -l` large enough?)");
+  }
+  std::unique_lock lk(mr_mu_);
+  mrs_[reinterpret_cast<uintptr_t>(base)] = mr;
+  return Status::OK();
+}
+
+void RdmaDevice::unregister_slab(void* base, size_t len) {
+  std::unique_lock lk(mr_mu_);
+  auto it = mrs_.find(reinterpret_cast<uintptr_t>(base));
+  if (it == mrs_.end()) return;
+  if (ibv_dereg_mr(it->second) != 0) {
+    SLOG_ERROR("rdma: ibv_dereg_mr of {} bytes on {} failed", len, name_);
+  }
+  mrs_.erase(it);
+}
+
+std::optional<MemoryKeys> RdmaDevice::find_keys(const void* p, size_t len) const {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  std::shared_lock lk(mr_mu_);
+  auto it = mrs_.upper_bound(a);
+  if (it == mrs_.begin()) return std::nullopt;
+  --it;
+  const ibv_mr* mr = it->second;
+  if (a + len > it->first + mr->length || a + len < a) return std::nullopt;
+  return MemoryKeys{mr->lkey, mr->rkey};
+}
+
+}  // namespace surge::net::rdma

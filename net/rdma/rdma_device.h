@@ -1,0 +1,80 @@
+// RdmaDevice: one verbs device as the transport uses it: its protection
+// domain, its limits, and the memory registered with it.
+//
+// Invariants:
+//  * one RdmaDevice (and one PD) per ibv_context; rdma_cm hands every id on
+//    the same device the same ibv_context, so RdmaDevice::For() returns the
+//    same object for all of them while anyone holds it;
+//  * a BufferPool is registered with a device once (attach_pool), however
+//    many connections use it: each slab becomes one MR with LOCAL_WRITE |
+//    REMOTE_READ | REMOTE_WRITE. Nothing is registered on the hot path:
+//    find_keys() is a map lookup under a shared lock;
+//  * attach/detach are reference counted; the last detach deregisters.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+
+#include "common/status.h"
+#include "net/buffer_pool.h"
+
+namespace surge::net::rdma {
+
+struct MemoryKeys {
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+};
+
+class RdmaDevice final : public MemoryRegistrar {
+ public:
+  // The device of a verbs context (from an rdma_cm id), shared.
+  static Result<std::shared_ptr<RdmaDevice>> For(ibv_context* verbs);
+  ~RdmaDevice() override;
+  RdmaDevice(const RdmaDevice&) = delete;
+  RdmaDevice& operator=(const RdmaDevice&) = delete;
+
+  ibv_context* context() const { return ctx_; }
+  ibv_pd* pd() const { return pd_; }
+  const std::string& name() const { return name_; }
+  const ibv_device_attr& attr() const { return attr_; }
+  // Type 2 memory windows (device_cap_flags has MEM_WINDOW_TYPE_2A/2B).
+  bool supports_mw_type2() const { return mw_type2_; }
+  // Largest single RDMA message the port accepts (max_msg_sz).
+  uint64_t max_msg_size() const { return max_msg_size_; }
+
+  // Registers every slab of pool (once per device; counted).
+  Status attach_pool(BufferPool& pool);
+  void detach_pool(BufferPool& pool);
+
+  // Keys of the registered region holding all of [p, p+len), if any.
+  std::optional<MemoryKeys> find_keys(const void* p, size_t len) const;
+
+  // MemoryRegistrar (called by BufferPool).
+  Status register_slab(void* base, size_t len) override;
+  void unregister_slab(void* base, size_t len) override;
+
+ private:
+  RdmaDevice() = default;
+
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  std::string name_;
+  ibv_device_attr attr_{};
+  bool mw_type2_ = false;
+  uint64_t max_msg_size_ = 1u << 30;
+
+  std::mutex attach_mu_;  // serializes attach/detach (BufferPool's list is unguarded)
+  std::map<BufferPool*, int> pools_;
+
+  mutable std::shared_mutex mr_mu_;
+  std::map<uintptr_t, ibv_mr*> mrs_;  // by start address
+};
+
+}  // namespace surge::net::rdma

@@ -1,0 +1,543 @@
+// The RDMA transport behind net/transport.h: connect_rdma / make_rdma_server.
+//
+// Frames (net/frame.h) travel as RdmaConnection messages; a request's bulk
+// descriptors carry (addr, rkey, length) of the client's memory, and the
+// server's BulkHandle pulls with RDMA READ and pushes with RDMA WRITE before
+// the reply is sent (RC ordering puts the data before the reply).
+//
+// Client memory: a region inside a BufferPool registered with the device is
+// exposed zero-copy with its slab's rkey. Any other region is bounced
+// through a buffer of the channel's pool (copied in before the request for
+// pulls, copied out after the reply for pushes, under the call's mutex and
+// only if the caller has not abandoned it).
+//
+// Limitation (documented, see net/rdma/README.md): keys are per slab, not
+// per request. Soft-RoCE does support type 2 memory windows; binding one per
+// request is the next step and would also make a late server WRITE after
+// the caller abandoned a call impossible rather than merely harmless to the
+// bounce path.
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <cstring>
+#include <set>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "net/frame.h"
+#include "net/rdma/rdma_connection.h"
+#include "net/rdma/rdma_event_loop.h"
+#include "net/transport.h"
+
+namespace surge::net {
+
+namespace {
+
+using rdma::ConnectionCallbacks;
+using rdma::ConnectionLimits;
+using rdma::RdmaConnection;
+using rdma::RdmaEventLoop;
+using rdma::RdmaMessage;
+
+// All client connections of the process share one loop thread.
+Result<RdmaEventLoop*> client_loop() {
+  static std::mutex mu;
+  static RdmaEventLoop* loop = nullptr;  // lives until exit on purpose
+  std::lock_guard lk(mu);
+  if (loop == nullptr) {
+    SURGE_ASSIGN_OR_RETURN(auto l, RdmaEventLoop::Create("rdma-client"));
+    loop = l.release();
+  }
+  return loop;
+}
+
+std::string make_frame(const FrameHeader& h, std::string_view body,
+                       std::span<const BulkDescriptor> descs) {
+  std::string out(kFrameHeaderSize, '\0');
+  encode_header(h, reinterpret_cast<std::byte*>(out.data()));
+  out.append(body);
+  size_t at = out.size();
+  out.resize(at + descs.size() * kBulkDescriptorSize);
+  for (size_t i = 0; i < descs.size(); ++i) {
+    encode_descriptor(descs[i], reinterpret_cast<std::byte*>(out.data() + at) + i * kBulkDescriptorSize);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------ client side
+
+class RdmaClientTransport final : public ClientTransport {
+ public:
+  RdmaClientTransport(std::shared_ptr<ClientCallTableBase> table, BufferPool* pool,
+                      std::string peer)
+      : table_(std::move(table)), pool_(pool), peer_(std::move(peer)) {}
+  ~RdmaClientTransport() override { close(); }
+
+  Status start(RdmaEventLoop* loop, const ClientTransportOptions& o) {
+    ConnectionCallbacks cbs;
+    cbs.on_message = [this](RdmaMessage m) { on_message(std::move(m)); };
+    cbs.on_closed = [this](const Status& why) { on_closed(why); };
+    SURGE_ASSIGN_OR_RETURN(conn_, RdmaConnection::Connect(loop, o.endpoint, o.cluster_key,
+                                                          ConnectionLimits{}, o.pool,
+                                                          std::move(cbs), o.connect_timeout));
+    return Status::OK();
+  }
+
+  Status send_request(const OutgoingRequest& req) override {
+    if (req.bulk.size() > kMaxDescriptors) {
+      return Status::InvalidArgument("rdma: " + std::to_string(req.bulk.size()) +
+                                     " bulk regions for " + peer_ + " (max " +
+                                     std::to_string(kMaxDescriptors) + ")");
+    }
+    std::vector<BulkDescriptor> descs;
+    std::vector<Bounce> bounces;
+    for (size_t i = 0; i < req.bulk.size(); ++i) {
+      const BulkRegion& r = req.bulk[i];
+      BulkDescriptor d;
+      d.length = r.length;
+      d.access = r.access;
+      auto keys = r.length == 0 ? std::optional<rdma::MemoryKeys>(rdma::MemoryKeys{})
+                                : conn_->device()->find_keys(r.addr, r.length);
+      if (keys) {
+        d.addr = reinterpret_cast<uintptr_t>(r.addr);
+        d.rkey = keys->rkey;
+      } else {
+        if (pool_ == nullptr) {
+          return Status::InvalidArgument("rdma: bulk region " + std::to_string(i) + " for " +
+                                         peer_ +
+                                         " is not in registered memory and the channel has no "
+                                         "pool to bounce it through");
+        }
+        auto b = pool_->acquire(r.length, std::chrono::milliseconds(5000));
+        if (!b.ok()) {
+          return b.status().WithContext("rdma: bounce buffer for a " + std::to_string(r.length) +
+                                        "-byte bulk region to " + peer_);
+        }
+        if (r.access == BulkAccess::kServerPull) std::memcpy(b->data(), r.addr, r.length);
+        d.addr = reinterpret_cast<uintptr_t>(b->data());
+        d.rkey = conn_->device()->find_keys(b->data(), r.length)->rkey;
+        bounces.push_back(Bounce{std::move(*b), i, r.access == BulkAccess::kServerPush});
+      }
+      descs.push_back(d);
+    }
+    FrameHeader h;
+    h.type = FrameType::kRequest;
+    h.service = req.service;
+    h.method = req.method;
+    h.request_id = req.request_id;
+    h.body_length = static_cast<uint32_t>(req.body.size());
+    h.descriptor_count = static_cast<uint16_t>(descs.size());
+    if (!bounces.empty()) {
+      std::lock_guard lk(mu_);
+      bounces_[req.request_id] = std::move(bounces);
+    }
+    Status st = conn_->send_message(make_frame(h, req.body, descs));
+    if (!st.ok()) {
+      std::lock_guard lk(mu_);
+      bounces_.erase(req.request_id);
+    }
+    return st;
+  }
+
+  uint32_t credits() const override { return conn_->rpc_credits(); }
+  bool connected() const override { return conn_ && conn_->ready() && !closed_; }
+  void close() override {
+    if (conn_) conn_->close(Status::Disconnected("rdma: channel to " + peer_ + " closed"));
+    closed_ = true;
+  }
+  const std::string& peer() const override { return peer_; }
+
+ private:
+  struct Bounce {
+    PoolBuffer buf;
+    size_t region;
+    bool push;
+  };
+
+  void on_message(RdmaMessage m) {
+    auto bytes = m.bytes();
+    auto hr = decode_header(bytes);
+    if (!hr.ok() || bytes.size() < kFrameHeaderSize + hr->body_length) {
+      Status bad = hr.ok() ? Status::ProtocolError("rdma: truncated frame from " + peer_)
+                           : hr.status().WithContext("rdma: frame from " + peer_);
+      SLOG_ERROR("{}", bad.ToString());
+      conn_->close(bad);
+      return;
+    }
+    const FrameHeader& h = *hr;
+    std::string body(reinterpret_cast<const char*>(bytes.data()) + kFrameHeaderSize,
+                     h.body_length);
+    m.release();
+    if (h.type == FrameType::kGoAway) {
+      conn_->close(Status(h.status != 0 ? static_cast<Code>(h.status) : Code::kDisconnected,
+                          "rdma: " + peer_ + " went away: " + body));
+      return;
+    }
+    if (h.type != FrameType::kResponse) {
+      conn_->close(Status::ProtocolError(std::string("rdma: unexpected ") +
+                                         frame_type_name(h.type) + " frame from " + peer_));
+      return;
+    }
+    std::vector<Bounce> bounces;
+    {
+      std::lock_guard lk(mu_);
+      auto it = bounces_.find(h.request_id);
+      if (it != bounces_.end()) {
+        bounces = std::move(it->second);
+        bounces_.erase(it);
+      }
+    }
+    if (h.status != 0) {
+      table_->complete(h.request_id, Status(static_cast<Code>(h.status), std::move(body)), {});
+      return;
+    }
+    if (!bounces.empty()) {
+      if (auto call = table_->find(h.request_id)) {
+        std::lock_guard lk(call->mu);
+        if (!call->abandoned) {
+          for (auto& b : bounces) {
+            if (!b.push || b.region >= call->regions.size()) continue;
+            const BulkRegion& r = call->regions[b.region];
+            std::memcpy(r.addr, b.buf.data(), r.length);
+          }
+        }
+      }
+    }
+    table_->complete(h.request_id, Status::OK(), std::move(body));
+  }
+
+  void on_closed(const Status& why) {
+    {
+      std::lock_guard lk(mu_);
+      bounces_.clear();  // the QP is in error: the server can no longer touch them
+    }
+    table_->fail_all(why.code() == Code::kDisconnected
+                         ? why
+                         : Status::Disconnected("rdma: connection to " + peer_ +
+                                                " lost: " + why.ToString()));
+  }
+
+  std::shared_ptr<ClientCallTableBase> table_;
+  BufferPool* pool_;
+  std::string peer_;
+  std::shared_ptr<RdmaConnection> conn_;
+  std::atomic<bool> closed_{false};
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::vector<Bounce>> bounces_;
+};
+
+// ------------------------------------------------------------ server side
+
+class RdmaServerConnection final : public ServerConnection {
+ public:
+  explicit RdmaServerConnection(std::string peer) : peer_(std::move(peer)) {}
+  // Once, on the loop thread, before any other use.
+  void set(std::shared_ptr<RdmaConnection> c) {
+    peer_ = c->peer();
+    conn_ = std::move(c);
+  }
+  const std::shared_ptr<RdmaConnection>& conn() const { return conn_; }
+
+  void send_response(uint64_t request_id, const Status& status, std::string_view body) override {
+    FrameHeader h;
+    h.type = FrameType::kResponse;
+    h.request_id = request_id;
+    h.status = static_cast<uint16_t>(status.code());
+    std::string_view b = status.ok() ? body : std::string_view(status.message());
+    h.body_length = static_cast<uint32_t>(b.size());
+    Status st = conn_->send_message(make_frame(h, b, {}));
+    if (!st.ok()) SLOG_DEBUG("rdma: response {} to {} not sent: {}", request_id, peer_, st.ToString());
+  }
+  void close(const Status& why) override {
+    SLOG_WARN("rdma: closing connection from {}: {}", peer_, why.ToString());
+    conn_->close(why);
+  }
+  const std::string& peer() const override { return peer_; }
+
+ private:
+  std::string peer_;
+  std::shared_ptr<RdmaConnection> conn_;
+};
+
+// A request's regions: pull = RDMA READ, push = RDMA WRITE.
+class RdmaRequestBulk final : public RequestBulk {
+ public:
+  RdmaRequestBulk(std::shared_ptr<RdmaConnection> conn, std::vector<BulkDescriptor> descs,
+                  BufferPool* pool)
+      : conn_(std::move(conn)), descs_(std::move(descs)), pool_(pool) {}
+
+  size_t count() const override { return descs_.size(); }
+  uint64_t length(size_t region) const override {
+    return region < descs_.size() ? descs_[region].length : 0;
+  }
+  BulkAccess access(size_t region) const override {
+    return region < descs_.size() ? descs_[region].access : BulkAccess::kServerPull;
+  }
+
+  Status pull(size_t region, uint64_t offset, std::span<std::byte> dst) override {
+    SURGE_RETURN_IF_ERROR(check(region, offset, dst.size(), BulkAccess::kServerPull, "pull"));
+    return transfer(true, descs_[region], offset, dst.data(), dst.size());
+  }
+  Status push(size_t region, uint64_t offset, std::span<const std::byte> src) override {
+    SURGE_RETURN_IF_ERROR(check(region, offset, src.size(), BulkAccess::kServerPush, "push"));
+    return transfer(false, descs_[region], offset, const_cast<std::byte*>(src.data()), src.size());
+  }
+  void finish() override {}
+
+ private:
+  Status check(size_t region, uint64_t offset, uint64_t len, BulkAccess want,
+               const char* what) const {
+    if (region >= descs_.size()) {
+      return Status::InvalidArgument(std::string("rdma: ") + what + " of region " +
+                                     std::to_string(region) + " from " + conn_->peer() +
+                                     ": the request has " + std::to_string(descs_.size()));
+    }
+    if (descs_[region].access != want) {
+      return Status::InvalidArgument(std::string("rdma: ") + what + " of region " +
+                                     std::to_string(region) + " from " + conn_->peer() +
+                                     ": wrong access for this region");
+    }
+    const uint64_t rl = descs_[region].length;
+    if (offset > rl || len > rl - offset) {
+      return Status::OutOfRange(std::string("rdma: ") + what + " [" + std::to_string(offset) +
+                                ", +" + std::to_string(len) + ") past region " +
+                                std::to_string(region) + " of " + std::to_string(rl) +
+                                " bytes from " + conn_->peer());
+    }
+    return Status::OK();
+  }
+
+  Status transfer(bool is_read, const BulkDescriptor& d, uint64_t offset, std::byte* local,
+                  uint64_t len) {
+    if (len == 0) return Status::OK();
+    if (conn_->device()->find_keys(local, len)) {
+      return is_read ? conn_->read({local, len}, d.addr + offset, d.rkey)
+                     : conn_->write({local, len}, d.addr + offset, d.rkey);
+    }
+    // Not registered: bounce through the server's pool, one buffer at a time.
+    if (pool_ == nullptr) {
+      return Status::InvalidArgument("rdma: bulk buffer for " + conn_->peer() +
+                                     " is not registered and the server has no pool");
+    }
+    uint64_t step = pool_->max_buffer_size();
+    for (uint64_t done = 0; done < len;) {
+      uint64_t n = std::min(step, len - done);
+      SURGE_ASSIGN_OR_RETURN(PoolBuffer b, pool_->acquire(n, std::chrono::milliseconds(5000)));
+      if (is_read) {
+        SURGE_RETURN_IF_ERROR(conn_->read({b.data(), n}, d.addr + offset + done, d.rkey));
+        std::memcpy(local + done, b.data(), n);
+      } else {
+        std::memcpy(b.data(), local + done, n);
+        SURGE_RETURN_IF_ERROR(conn_->write({b.data(), n}, d.addr + offset + done, d.rkey));
+      }
+      done += n;
+    }
+    return Status::OK();
+  }
+
+  std::shared_ptr<RdmaConnection> conn_;
+  std::vector<BulkDescriptor> descs_;
+  BufferPool* pool_;
+};
+
+class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTarget {
+ public:
+  RdmaServerTransport(ServerTransportOptions o, RequestSink* sink)
+      : options_(std::move(o)), sink_(sink) {}
+  ~RdmaServerTransport() override { stop(); }
+
+  Status bind() {
+    SURGE_ASSIGN_OR_RETURN(loop_, RdmaEventLoop::Create("rdma-server"));
+    const std::string where = options_.endpoint.to_string();
+    addrinfo hints{};
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* ai = nullptr;
+    int rc = getaddrinfo(options_.endpoint.host.empty() ? nullptr : options_.endpoint.host.c_str(),
+                         std::to_string(options_.endpoint.port).c_str(), &hints, &ai);
+    if (rc != 0) {
+      return Status::InvalidArgument("rdma: cannot resolve listen address " + where + ": " +
+                                     gai_strerror(rc));
+    }
+    Status st;
+    loop_->run_sync([&] {
+      if (rdma_create_id(loop_->cm_channel(), &listen_id_, static_cast<CmEventTarget*>(this),
+                         RDMA_PS_TCP) != 0) {
+        st = Status::FromErrno(errno, "rdma: rdma_create_id to listen on " + where);
+        return;
+      }
+      if (rdma_bind_addr(listen_id_, ai->ai_addr) != 0) {
+        st = Status::Unavailable("rdma: cannot bind " + where + ": " + strerror(errno) +
+                                 " (no RDMA device has this address?)");
+        return;
+      }
+      if (listen_id_->verbs == nullptr && !is_wildcard(ai->ai_addr)) {
+        st = Status::Unavailable("rdma: no RDMA device holds the address " + where);
+      }
+    });
+    freeaddrinfo(ai);
+    if (!st.ok()) {
+      stop();
+      return st;
+    }
+    port_ = ntohs(rdma_get_src_port(listen_id_));
+    Endpoint ep = options_.endpoint;
+    ep.port = port_;
+    address_ = ep.to_string();
+    return Status::OK();
+  }
+
+  Status start() override {
+    Status st;
+    loop_->run_sync([&] {
+      if (rdma_listen(listen_id_, 128) != 0) {
+        st = Status::FromErrno(errno, "rdma: rdma_listen on " + address_);
+      }
+    });
+    if (st.ok()) SLOG_INFO("rdma: listening on {}", address_);
+    return st;
+  }
+
+  void stop() override {
+    if (!loop_) return;
+    std::vector<std::shared_ptr<RdmaConnection>> conns;
+    loop_->run_sync([&] {
+      stopping_ = true;
+      if (listen_id_ != nullptr) {
+        rdma_destroy_id(listen_id_);
+        listen_id_ = nullptr;
+      }
+      for (auto& [raw, sc] : conns_) conns.push_back(sc->conn());
+      conns_.clear();
+    });
+    for (auto& c : conns) c->close(Status::Cancelled("rdma: server " + address_ + " stopping"));
+    // Wait (bounded) for the flushes so every QP/CQ/MR is released.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (auto& c : conns) {
+      while (!c->destroyed() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (!c->destroyed()) SLOG_ERROR("rdma: connection {} did not drain at stop", c->peer());
+    }
+    loop_->stop();
+    conns.clear();
+    loop_.reset();
+  }
+
+  std::string address() const override { return address_; }
+  uint16_t port() const override { return port_; }
+
+  void on_cm_event(const rdma::CmEvent& ev) override {
+    if (ev.type != RDMA_CM_EVENT_CONNECT_REQUEST) {
+      SLOG_DEBUG("rdma: listener {} event {} ignored", address_, rdma_event_str(ev.type));
+      return;
+    }
+    if (stopping_) {
+      rdma_reject(ev.id, nullptr, 0);
+      rdma_destroy_id(ev.id);
+      return;
+    }
+    // The wrapper exists before the connection so callbacks can name it;
+    // none runs before Accept returns (they run on this thread).
+    auto sc = std::make_shared<RdmaServerConnection>("rdma://?");
+    std::weak_ptr<RdmaServerConnection> weak = sc;
+    ConnectionCallbacks cbs;
+    cbs.on_message = [this, weak](RdmaMessage m) {
+      if (auto s = weak.lock()) on_request(s, std::move(m));
+    };
+    cbs.on_closed = [this, weak](const Status& why) {
+      auto s = weak.lock();
+      if (!s) return;
+      SLOG_DEBUG("rdma: connection {} closed: {}", s->peer(), why.ToString());
+      conns_.erase(s.get());
+    };
+    auto c = RdmaConnection::Accept(loop_.get(), ev, options_.cluster_key, ConnectionLimits{},
+                                    options_.credits_per_connection, options_.pool,
+                                    std::move(cbs), options_.handshake_timeout);
+    if (!c.ok()) {
+      SLOG_WARN("rdma: refused a connection on {}: {}", address_, c.status().ToString());
+      return;
+    }
+    sc->set(*c);
+    conns_[sc.get()] = sc;
+  }
+
+ private:
+  static bool is_wildcard(const sockaddr* sa) {
+    if (sa->sa_family == AF_INET) {
+      return reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    }
+    if (sa->sa_family == AF_INET6) {
+      const auto& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+      return std::memcmp(&a, &in6addr_any, sizeof a) == 0;
+    }
+    return false;
+  }
+
+  void on_request(const std::shared_ptr<RdmaServerConnection>& sc, RdmaMessage m) {
+    auto bytes = m.bytes();
+    auto hr = decode_header(bytes);
+    Status bad;
+    if (!hr.ok()) {
+      bad = hr.status();
+    } else if (hr->type != FrameType::kRequest) {
+      bad = Status::ProtocolError(std::string("unexpected ") + frame_type_name(hr->type) +
+                                  " frame");
+    } else if (bytes.size() != kFrameHeaderSize + hr->trailer_length()) {
+      bad = Status::ProtocolError("frame length " + std::to_string(bytes.size()) +
+                                  " does not match its header");
+    }
+    std::vector<BulkDescriptor> descs;
+    if (bad.ok() && hr->descriptor_count > 0) {
+      auto d = decode_descriptors(bytes.subspan(kFrameHeaderSize + hr->body_length),
+                                  hr->descriptor_count);
+      if (d.ok()) {
+        descs = std::move(*d);
+      } else {
+        bad = d.status();
+      }
+    }
+    if (!bad.ok()) {
+      sc->close(bad.WithContext("rdma: bad request from " + sc->peer()));
+      return;
+    }
+    InboundRequest req;
+    req.request_id = hr->request_id;
+    req.service = hr->service;
+    req.method = hr->method;
+    req.body.assign(reinterpret_cast<const char*>(bytes.data()) + kFrameHeaderSize,
+                    hr->body_length);
+    m.release();  // body copied: give the receive buffer back now
+    req.bulk = std::make_unique<RdmaRequestBulk>(sc->conn(), std::move(descs), options_.pool);
+    sink_->on_request(sc, std::move(req));
+  }
+
+  ServerTransportOptions options_;
+  RequestSink* sink_;
+  std::unique_ptr<RdmaEventLoop> loop_;
+  rdma_cm_id* listen_id_ = nullptr;
+  uint16_t port_ = 0;
+  std::string address_;
+  bool stopping_ = false;  // loop thread
+  std::unordered_map<RdmaServerConnection*, std::shared_ptr<RdmaServerConnection>> conns_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ClientTransport>> connect_rdma(const ClientTransportOptions& options,
+                                                      std::shared_ptr<ClientCallTableBase> table) {
+  SURGE_ASSIGN_OR_RETURN(RdmaEventLoop * loop, client_loop());
+  auto t = std::make_unique<RdmaClientTransport>(std::move(table), options.pool,
+                                                 options.endpoint.to_string());
+  SURGE_RETURN_IF_ERROR(t->start(loop, options));
+  return std::unique_ptr<ClientTransport>(std::move(t));
+}
+
+Result<std::unique_ptr<ServerTransport>> make_rdma_server(const ServerTransportOptions& options,
+                                                          RequestSink* sink) {
+  auto t = std::make_unique<RdmaServerTransport>(options, sink);
+  SURGE_RETURN_IF_ERROR(t->bind());
+  return std::unique_ptr<ServerTransport>(std::move(t));
+}
+
+}  // namespace surge::net
