@@ -39,6 +39,8 @@ class PendingCall {
   Status wait();
   // Valid after wait() returned OK.
   const std::string& response() const;
+  // Moves the response out (after wait() returned OK); saves a copy.
+  std::string take_response();
   bool valid() const { return state_ != nullptr; }
 
  private:

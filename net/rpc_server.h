@@ -48,6 +48,8 @@ struct ServerOptions {
   int worker_threads = 8;
   uint32_t credits_per_connection = 128;  // requests in flight per connection
   BufferPoolOptions pool;
+  // A connection that has not authenticated within this is closed (logged).
+  std::chrono::milliseconds handshake_timeout{5000};
 };
 
 class RpcServer {

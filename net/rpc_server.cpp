@@ -1,0 +1,221 @@
+// RpcServer core: handler table, credits, dispatch (inline or worker pool).
+// Transport-agnostic; the transport (net/transport.h) hands it requests.
+//
+// Invariants: every request the transport delivers gets exactly one
+// RequestBulk::finish() and at most one reply; a connection's in_flight is
+// decremented BEFORE its reply is sent, so a client that reuses the credit
+// the instant the reply lands is never counted twice.
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "net/rpc_server.h"
+#include "net/transport.h"
+
+namespace surge::net {
+
+namespace {
+
+class Context final : public RpcContext {
+ public:
+  Context(BulkHandle& bulk, const std::string& peer, BufferPool& pool)
+      : bulk_(bulk), peer_(peer), pool_(pool) {}
+  BulkHandle& bulk() override { return bulk_; }
+  const std::string& peer() const override { return peer_; }
+  BufferPool& pool() override { return pool_; }
+
+ private:
+  BulkHandle& bulk_;
+  const std::string& peer_;
+  BufferPool& pool_;
+};
+
+struct HandlerEntry {
+  RawHandler fn;
+  HandlerMode mode;
+};
+
+struct Task {
+  std::shared_ptr<ServerConnection> conn;
+  InboundRequest req;
+  const HandlerEntry* entry;
+};
+
+uint32_t handler_key(uint16_t service, uint16_t method) {
+  return (uint32_t{service} << 16) | method;
+}
+
+class RpcServerImpl final : public RpcServer, public RequestSink {
+ public:
+  explicit RpcServerImpl(ServerOptions options) : options_(std::move(options)) {}
+  ~RpcServerImpl() override { stop(); }
+
+  Status init() {
+    SURGE_ASSIGN_OR_RETURN(Endpoint ep, parse_endpoint(options_.listen));
+    if (options_.cluster_key.empty()) {
+      return Status::InvalidArgument("server on " + options_.listen + ": empty cluster key");
+    }
+    if (options_.credits_per_connection == 0 || options_.worker_threads < 1 ||
+        options_.io_threads < 1) {
+      return Status::InvalidArgument("server on " + options_.listen +
+                                     ": credits, io_threads and worker_threads must be > 0");
+    }
+    SURGE_ASSIGN_OR_RETURN(pool_, BufferPool::Create(options_.pool));
+    ServerTransportOptions t;
+    t.endpoint = ep;
+    t.cluster_key = options_.cluster_key;
+    t.io_threads = options_.io_threads;
+    t.credits_per_connection = options_.credits_per_connection;
+    t.handshake_timeout = options_.handshake_timeout;
+    t.pool = pool_.get();
+    if (ep.kind == TransportKind::kRdma) {
+      SURGE_ASSIGN_OR_RETURN(transport_, make_rdma_server(t, this));
+    } else {
+      SURGE_ASSIGN_OR_RETURN(transport_, make_tcp_server(t, this));
+    }
+    return Status::OK();
+  }
+
+  void add_raw(uint16_t service, uint16_t method, RawHandler handler, HandlerMode mode) override {
+    if (started_) throw std::logic_error("RpcServer::add_raw after start()");
+    auto [it, inserted] =
+        handlers_.emplace(handler_key(service, method), HandlerEntry{std::move(handler), mode});
+    if (!inserted) {
+      throw std::logic_error("second handler for service " + std::to_string(service) +
+                             " method " + std::to_string(method));
+    }
+  }
+
+  Status start() override {
+    if (started_) return Status::InvalidArgument("server " + address() + " already started");
+    started_ = true;
+    for (int i = 0; i < options_.worker_threads; ++i) {
+      workers_.emplace_back([this] { worker_loop(); });
+    }
+    Status st = transport_->start();
+    if (st.ok()) SLOG_INFO("rpc server listening on {}", address());
+    return st;
+  }
+
+  void stop() override {
+    if (stopped_.exchange(true)) return;
+    if (transport_) transport_->stop();
+    std::deque<Task> leftover;
+    {
+      std::lock_guard lk(mu_);
+      stopping_ = true;
+      leftover.swap(queue_);
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+    for (Task& t : leftover) {
+      t.req.bulk->finish();
+      t.conn->in_flight.fetch_sub(1);
+      t.conn->send_response(t.req.request_id,
+                            Status::Cancelled("server " + address() + " is stopping"), {});
+    }
+  }
+
+  std::string address() const override { return transport_ ? transport_->address() : ""; }
+  uint16_t port() const override { return transport_ ? transport_->port() : 0; }
+  BufferPool& pool() override { return *pool_; }
+
+  void on_request(std::shared_ptr<ServerConnection> conn, InboundRequest req) override {
+    uint32_t n = conn->in_flight.fetch_add(1) + 1;
+    if (n > options_.credits_per_connection) {
+      conn->in_flight.fetch_sub(1);
+      conn->close(Status::ProtocolError("peer exceeded its " +
+                                        std::to_string(options_.credits_per_connection) +
+                                        " credits (requests in flight)"));
+      req.bulk->finish();
+      return;
+    }
+    auto it = handlers_.find(handler_key(req.service, req.method));
+    if (it == handlers_.end()) {
+      req.bulk->finish();
+      conn->in_flight.fetch_sub(1);
+      conn->send_response(req.request_id,
+                          Status::UnknownMethod("server " + address() + " has no method " +
+                                                std::to_string(req.service) + "." +
+                                                std::to_string(req.method)),
+                          {});
+      return;
+    }
+    if (it->second.mode == HandlerMode::kInline) {
+      run(*conn, req, it->second);
+      return;
+    }
+    {
+      std::lock_guard lk(mu_);
+      if (!stopping_) {
+        queue_.push_back(Task{std::move(conn), std::move(req), &it->second});
+        cv_.notify_one();
+        return;
+      }
+    }
+    req.bulk->finish();
+    conn->in_flight.fetch_sub(1);
+    conn->send_response(req.request_id, Status::Cancelled("server is stopping"), {});
+  }
+
+ private:
+  void worker_loop() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        t = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      run(*t.conn, t.req, *t.entry);
+    }
+  }
+
+  void run(ServerConnection& conn, InboundRequest& req, const HandlerEntry& entry) {
+    Context ctx(*req.bulk, conn.peer(), *pool_);
+    std::string response;
+    Status st;
+    try {
+      st = entry.fn(ctx, req.body, response);
+    } catch (const std::exception& e) {
+      // A throwing handler is a bug, but one bad handler must not take the
+      // whole server down: the caller sees Internal and the log says why.
+      SLOG_ERROR("handler {}.{} threw for {}: {}", req.service, req.method, conn.peer(),
+                 e.what());
+      st = Status::Internal(std::string("handler threw: ") + e.what());
+    }
+    req.bulk->finish();
+    conn.in_flight.fetch_sub(1);
+    conn.send_response(req.request_id, st, st.ok() ? std::string_view(response) : "");
+  }
+
+  ServerOptions options_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<ServerTransport> transport_;
+  std::unordered_map<uint32_t, HandlerEntry> handlers_;
+  bool started_ = false;
+  std::atomic<bool> stopped_{false};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RpcServer>> RpcServer::Create(ServerOptions options) {
+  auto server = std::make_unique<RpcServerImpl>(std::move(options));
+  SURGE_RETURN_IF_ERROR(server->init());
+  return std::unique_ptr<RpcServer>(std::move(server));
+}
+
+}  // namespace surge::net

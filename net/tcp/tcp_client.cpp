@@ -1,0 +1,285 @@
+// TCP client transport: connect with a deadline, run the handshake
+// synchronously on the caller's thread, then hand the socket to a shared
+// client I/O thread that reads replies and pushed bulk data.
+//
+// Requests are written by the calling thread itself (TcpStream::send_frame:
+// header, body, descriptors and the pulled regions in one gather write).
+// Pushed bytes land straight in the caller's region, bounds-checked against
+// the descriptors of that pending call; bytes for a call that is unknown or
+// abandoned (timed out) are read and dropped.
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+#include "net/auth.h"
+#include "net/tcp/io_pool.h"
+#include "net/tcp/tcp_stream.h"
+
+namespace surge::net::tcp {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+class ClientConn final : public TcpStream {
+ public:
+  ClientConn(asio::io_context& io, tcp::socket socket, std::string peer,
+             std::shared_ptr<ClientCallTableBase> table)
+      : TcpStream(io, std::move(socket), std::move(peer)), table_(std::move(table)) {}
+
+ protected:
+  void on_frame(const FrameHeader& h, std::span<const std::byte> trailer) override {
+    switch (h.type) {
+      case FrameType::kResponse: {
+        std::string body(reinterpret_cast<const char*>(trailer.data()), h.body_length);
+        if (h.status == 0) {
+          table_->complete(h.request_id, Status::OK(), std::move(body));
+        } else {
+          table_->complete(h.request_id, Status(static_cast<Code>(h.status), std::move(body)), {});
+        }
+        return;
+      }
+      case FrameType::kBulkData: return on_bulk_data(h);
+      case FrameType::kGoAway:
+        return fail(Status(static_cast<Code>(h.status),
+                           "server " + peer() + " said goodbye: " +
+                               std::string(reinterpret_cast<const char*>(trailer.data()),
+                                           h.body_length)));
+      default:
+        return fail(Status::ProtocolError(std::string("unexpected ") + frame_type_name(h.type) +
+                                          " frame from server " + peer()));
+    }
+  }
+
+  void on_closed(const Status& why) override {
+    Status st = why.code() == Code::kDisconnected
+                    ? why
+                    : Status::Disconnected("connection to " + peer() + " lost: " + why.ToString());
+    table_->fail_all(st);
+  }
+
+ private:
+  void on_bulk_data(const FrameHeader& h) {
+    std::shared_ptr<PendingCall::State> call = table_->find(h.request_id);
+    if (!call) {
+      begin_direct(nullptr, nullptr, h.payload_length);  // late: drop the bytes
+      return;
+    }
+    if (h.region >= call->regions.size() ||
+        call->regions[h.region].access != BulkAccess::kServerPush ||
+        h.offset > call->regions[h.region].length ||
+        h.payload_length > call->regions[h.region].length - h.offset) {
+      fail(Status::ProtocolError("server " + peer() + " pushed [" + std::to_string(h.offset) +
+                                 ", +" + std::to_string(h.payload_length) + ") into region " +
+                                 std::to_string(h.region) + " of request " +
+                                 std::to_string(h.request_id) +
+                                 ", which does not allow it"));
+      return;
+    }
+    auto* base = static_cast<std::byte*>(call->regions[h.region].addr);
+    begin_direct(std::move(call), base + h.offset, h.payload_length);
+  }
+
+  std::shared_ptr<ClientCallTableBase> table_;
+};
+
+class TcpClientTransport final : public ClientTransport {
+ public:
+  TcpClientTransport(std::shared_ptr<ClientConn> conn, uint32_t credits)
+      : conn_(std::move(conn)), credits_(credits) {}
+  ~TcpClientTransport() override { close(); }
+
+  Status send_request(const OutgoingRequest& req) override {
+    if (req.bulk.size() > kMaxDescriptors) {
+      return Status::InvalidArgument("call to " + peer() + " with " +
+                                     std::to_string(req.bulk.size()) +
+                                     " bulk regions, over the limit " +
+                                     std::to_string(kMaxDescriptors));
+    }
+    if (req.body.size() > kMaxBodyLength) {
+      return Status::InvalidArgument("request body of " + std::to_string(req.body.size()) +
+                                     " bytes to " + peer() + " is over the limit");
+    }
+    std::byte desc[kMaxDescriptors * kBulkDescriptorSize];
+    iovec parts[kMaxIov];
+    size_t n = 0;
+    parts[n++] = {const_cast<char*>(req.body.data()), req.body.size()};
+    parts[n++] = {desc, req.bulk.size() * kBulkDescriptorSize};
+    uint64_t pulled = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < req.bulk.size(); ++i) {
+      const BulkRegion& r = req.bulk[i];
+      total += r.length;
+      if (r.length > kMaxRegionLength || total > kMaxBulkPerRequest ||
+          (r.addr == nullptr && r.length > 0)) {
+        return Status::InvalidArgument("bulk region " + std::to_string(i) + " of a call to " +
+                                       peer() + " is null or over the limits");
+      }
+      BulkDescriptor d;
+      d.length = r.length;
+      d.access = r.access;
+      encode_descriptor(d, desc + i * kBulkDescriptorSize);
+      if (r.access == BulkAccess::kServerPull && r.length > 0) {
+        parts[n++] = {r.addr, r.length};
+        pulled += r.length;
+      }
+    }
+    FrameHeader h;
+    h.type = FrameType::kRequest;
+    h.service = req.service;
+    h.method = req.method;
+    h.request_id = req.request_id;
+    h.body_length = static_cast<uint32_t>(req.body.size());
+    h.descriptor_count = static_cast<uint16_t>(req.bulk.size());
+    h.payload_length = pulled;
+    return conn_->send_frame(h, {parts, n});
+  }
+
+  uint32_t credits() const override { return credits_; }
+  bool connected() const override { return !conn_->closed(); }
+  void close() override { conn_->fail(Status::Disconnected("channel to " + peer() + " closed")); }
+  const std::string& peer() const override { return conn_->peer(); }
+
+ private:
+  std::shared_ptr<ClientConn> conn_;
+  uint32_t credits_;
+};
+
+Status connect_with_deadline(tcp::socket& s, const tcp::endpoint& ep,
+                             std::chrono::steady_clock::time_point deadline,
+                             const std::string& peer) {
+  boost::system::error_code ec;
+  s.open(ep.protocol(), ec);
+  if (ec) return Status::IOError("socket for " + peer + ": " + ec.message());
+  s.native_non_blocking(true, ec);
+  int fd = s.native_handle();
+  if (::connect(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0) {
+    if (errno != EINPROGRESS) {
+      int err = errno;
+      if (err == ECONNREFUSED) return Status(Code::kConnectionRefused, "connect to " + peer + ": refused");
+      return Status::Unavailable("connect to " + peer + ": " + std::strerror(err));
+    }
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return Status::TimedOut("connect to " + peer + " timed out");
+      pollfd p{fd, POLLOUT, 0};
+      int r = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (r > 0) break;
+      if (r < 0 && errno != EINTR) return Status::FromErrno(errno, "poll connect " + peer);
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err == ECONNREFUSED) return Status(Code::kConnectionRefused, "connect to " + peer + ": refused");
+    if (err != 0) return Status::Unavailable("connect to " + peer + ": " + std::strerror(err));
+  }
+  return Status::OK();
+}
+
+// Reads one handshake frame; a GoAway becomes its status.
+Result<FrameHeader> read_handshake_frame(int fd, std::string& body,
+                                         std::chrono::steady_clock::time_point deadline,
+                                         const std::string& peer) {
+  std::byte hdr[kFrameHeaderSize];
+  Status st = recv_exact(fd, hdr, sizeof hdr, deadline, peer);
+  if (!st.ok()) {
+    return Status::AuthFailed("handshake with " + peer + " failed: " + st.message());
+  }
+  SURGE_ASSIGN_OR_RETURN(FrameHeader h, decode_header({hdr, sizeof hdr}));
+  if (h.body_length > 4096) return Status::ProtocolError("oversized handshake frame from " + peer);
+  body.resize(h.body_length);
+  SURGE_RETURN_IF_ERROR(
+      recv_exact(fd, reinterpret_cast<std::byte*>(body.data()), body.size(), deadline, peer));
+  if (h.type == FrameType::kGoAway) {
+    return Status(static_cast<Code>(h.status), "server " + peer + " refused us: " + body);
+  }
+  return h;
+}
+
+Status send_handshake_frame(int fd, FrameType type, const void* body, size_t len,
+                            const std::string& peer) {
+  FrameHeader h;
+  h.type = type;
+  h.body_length = static_cast<uint32_t>(len);
+  std::byte hdr[kFrameHeaderSize];
+  encode_header(h, hdr);
+  iovec iov[2] = {{hdr, sizeof hdr}, {const_cast<void*>(body), len}};
+  return send_all(fd, iov, 2, peer);
+}
+
+// The client half of the handshake (net/auth.h). Returns the credits.
+Result<uint32_t> handshake(int fd, const std::string& key,
+                           std::chrono::steady_clock::time_point deadline,
+                           const std::string& peer) {
+  Nonce nc = make_nonce();
+  SURGE_RETURN_IF_ERROR(send_handshake_frame(fd, FrameType::kHello, nc.data(), nc.size(), peer));
+  std::string body;
+  SURGE_ASSIGN_OR_RETURN(FrameHeader h, read_handshake_frame(fd, body, deadline, peer));
+  if (h.type != FrameType::kChallenge || body.size() != kChallengeBodySize) {
+    return Status::ProtocolError("server " + peer + " sent no valid challenge");
+  }
+  Nonce ns;
+  std::memcpy(ns.data(), body.data(), kNonceSize);
+  uint32_t credits = get_u32(reinterpret_cast<const std::byte*>(body.data()) + kNonceSize);
+  if (credits == 0) return Status::ProtocolError("server " + peer + " grants zero credits");
+  Proof mine = client_proof(key, ns, nc);
+  SURGE_RETURN_IF_ERROR(
+      send_handshake_frame(fd, FrameType::kProof, mine.data(), mine.size(), peer));
+  SURGE_ASSIGN_OR_RETURN(h, read_handshake_frame(fd, body, deadline, peer));
+  if (h.type != FrameType::kWelcome || body.size() != kProofSize) {
+    return Status::ProtocolError("server " + peer + " sent no valid welcome");
+  }
+  Proof theirs;
+  std::memcpy(theirs.data(), body.data(), kProofSize);
+  if (!proofs_equal(theirs, server_proof(key, nc, ns))) {
+    return Status::AuthFailed("server " + peer + " does not know the cluster key");
+  }
+  return credits;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOptions& options,
+                                                     std::shared_ptr<ClientCallTableBase> table) {
+  const std::string peer = options.endpoint.to_string();
+  auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
+  asio::io_context& io = IoPool::client_pool().next();
+  boost::system::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(options.endpoint.host, std::to_string(options.endpoint.port),
+                                  tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return Status::Unavailable("cannot resolve " + peer + ": " + ec.message());
+  }
+  Status last;
+  for (const auto& entry : results) {
+    tcp::socket socket(io);
+    last = connect_with_deadline(socket, entry.endpoint(), deadline, peer);
+    if (!last.ok()) continue;
+    int fd = socket.native_handle();
+    tune_socket(fd, peer);
+    Result<uint32_t> credits = handshake(fd, options.cluster_key, deadline, peer);
+    if (!credits.ok()) return credits.status();
+    auto conn = std::make_shared<ClientConn>(io, std::move(socket), peer, std::move(table));
+    conn->start();
+    return std::unique_ptr<ClientTransport>(
+        std::make_unique<TcpClientTransport>(std::move(conn), *credits));
+  }
+  return last;
+}
+
+}  // namespace surge::net::tcp
+
+namespace surge::net {
+Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOptions& options,
+                                                     std::shared_ptr<ClientCallTableBase> table) {
+  return tcp::connect_tcp(options, std::move(table));
+}
+}  // namespace surge::net

@@ -1,0 +1,443 @@
+// TCP server transport: accepts on an Asio acceptor, runs the cluster-key
+// handshake per connection (with a deadline), then turns request frames into
+// InboundRequests for the RPC core.
+//
+// A request whose pulled bytes follow it pauses the connection's read loop
+// until the core calls RequestBulk::finish(); requests without pulled bytes
+// keep the loop running, so many of them are in flight at once.
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <mutex>
+#include <unordered_set>
+
+#include "common/log.h"
+#include "net/auth.h"
+#include "net/tcp/io_pool.h"
+#include "net/tcp/tcp_stream.h"
+
+namespace surge::net::tcp {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+std::string peer_name(const tcp::socket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "tcp://?";
+  std::string host = ep.address().to_string();
+  if (ep.address().is_v6()) host = "[" + host + "]";
+  return "tcp://" + host + ":" + std::to_string(ep.port());
+}
+
+class ServerConn;
+
+// Pull/push for one request. Pulled bytes are the stream right after the
+// request: region by region (kServerPull ones, in index order).
+class TcpRequestBulk final : public RequestBulk {
+ public:
+  TcpRequestBulk(std::shared_ptr<ServerConn> conn, uint64_t request_id,
+                 std::vector<BulkDescriptor> regions, uint64_t payload)
+      : conn_(std::move(conn)),
+        request_id_(request_id),
+        regions_(std::move(regions)),
+        paused_(payload > 0) {
+    uint64_t pos = 0;
+    for (const BulkDescriptor& d : regions_) {
+      stream_start_.push_back(pos);
+      if (d.access == BulkAccess::kServerPull) pos += d.length;
+    }
+  }
+
+  size_t count() const override { return regions_.size(); }
+  uint64_t length(size_t r) const override { return r < regions_.size() ? regions_[r].length : 0; }
+  BulkAccess access(size_t r) const override {
+    return r < regions_.size() ? regions_[r].access : BulkAccess::kServerPull;
+  }
+
+  Status pull(size_t region, uint64_t offset, std::span<std::byte> dst) override;
+  Status push(size_t region, uint64_t offset, std::span<const std::byte> src) override;
+  void finish() override;
+
+ private:
+  Status check(size_t region, uint64_t offset, uint64_t len, BulkAccess want) const {
+    if (region >= regions_.size()) {
+      return Status::InvalidArgument("bulk region " + std::to_string(region) + " of request " +
+                                     std::to_string(request_id_) + ": the request has only " +
+                                     std::to_string(regions_.size()));
+    }
+    if (regions_[region].access != want) {
+      return Status::InvalidArgument(
+          "bulk region " + std::to_string(region) + " of request " + std::to_string(request_id_) +
+          (want == BulkAccess::kServerPull ? " is not pullable" : " is not pushable"));
+    }
+    if (offset > regions_[region].length || len > regions_[region].length - offset) {
+      return Status::OutOfRange("bulk [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                                ") past region " + std::to_string(region) + " of length " +
+                                std::to_string(regions_[region].length));
+    }
+    return Status::OK();
+  }
+
+  std::shared_ptr<ServerConn> conn_;
+  const uint64_t request_id_;
+  const std::vector<BulkDescriptor> regions_;
+  std::vector<uint64_t> stream_start_;  // of each pull region in the payload
+  uint64_t consumed_ = 0;               // payload bytes read so far
+  bool paused_;
+  bool broken_ = false;
+};
+
+class ServerConn final : public TcpStream {
+ public:
+  ServerConn(asio::io_context& io, tcp::socket socket, std::string peer,
+             const ServerTransportOptions& options, RequestSink* sink,
+             std::function<void(ServerConn*)> on_gone)
+      : TcpStream(io, std::move(socket), std::move(peer)),
+        options_(options),
+        sink_(sink),
+        on_gone_(std::move(on_gone)),
+        timer_(io) {}
+
+  // Starts the handshake deadline and the read loop.
+  void begin() {
+    timer_.expires_after(options_.handshake_timeout);
+    timer_.async_wait([weak = weak_from_this(), this](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || state_.load() == State::kReady) return;
+      fail(Status::AuthFailed("no handshake within " +
+                              std::to_string(options_.handshake_timeout.count()) + " ms"));
+    });
+    start();
+  }
+
+  std::shared_ptr<ServerConn> self() {
+    return std::static_pointer_cast<ServerConn>(shared_from_this());
+  }
+
+  // The RPC core's view of this connection.
+  class View final : public ServerConnection {
+   public:
+    explicit View(std::weak_ptr<ServerConn> c, std::string peer)
+        : conn_(std::move(c)), peer_(std::move(peer)) {}
+    void send_response(uint64_t id, const Status& st, std::string_view body) override {
+      if (auto c = conn_.lock()) c->send_response(id, st, body);
+    }
+    void close(const Status& why) override {
+      if (auto c = conn_.lock()) c->fail(why);
+    }
+    const std::string& peer() const override { return peer_; }
+
+   private:
+    std::weak_ptr<ServerConn> conn_;
+    std::string peer_;
+  };
+
+  void send_response(uint64_t id, const Status& st, std::string_view body) {
+    FrameHeader h;
+    h.type = FrameType::kResponse;
+    h.request_id = id;
+    h.status = static_cast<uint16_t>(st.code());
+    std::string_view payload = st.ok() ? body : std::string_view(st.message());
+    Status too_big;
+    if (payload.size() > kMaxBodyLength) {
+      if (st.ok()) {
+        too_big = Status::Internal("response body of request " + std::to_string(id) + " is " +
+                                   std::to_string(payload.size()) + " bytes, over the limit");
+        h.status = static_cast<uint16_t>(too_big.code());
+        payload = too_big.message();
+      } else {
+        payload = payload.substr(0, 4096);
+      }
+    }
+    h.body_length = static_cast<uint32_t>(payload.size());
+    iovec part{const_cast<char*>(payload.data()), payload.size()};
+    (void)send_frame(h, {&part, 1});  // a failure has already closed the connection
+  }
+
+ protected:
+  void on_frame(const FrameHeader& h, std::span<const std::byte> trailer) override {
+    switch (state_.load()) {
+      case State::kAwaitHello: return on_hello(h, trailer);
+      case State::kAwaitProof: return on_proof(h, trailer);
+      case State::kReady: return on_request(h, trailer);
+    }
+  }
+
+  void on_closed(const Status& why) override {
+    timer_.cancel();
+    if (state_.load() == State::kReady && why.code() == Code::kDisconnected &&
+        why.message().find("closed the connection") != std::string::npos) {
+      SLOG_DEBUG("connection from {} closed", peer());
+    } else {
+      SLOG_WARN("closing connection from {}: {}", peer(), why.ToString());
+    }
+    if (on_gone_) on_gone_(this);
+  }
+
+ private:
+  enum class State { kAwaitHello, kAwaitProof, kReady };
+
+  void reject(const Status& why) {
+    // Tell the peer why (best effort), then close.
+    FrameHeader h;
+    h.type = FrameType::kGoAway;
+    h.status = static_cast<uint16_t>(why.code());
+    h.body_length = static_cast<uint32_t>(why.message().size());
+    iovec part{const_cast<char*>(why.message().data()), why.message().size()};
+    (void)send_frame(h, {&part, 1});
+    fail(why);
+  }
+
+  void on_hello(const FrameHeader& h, std::span<const std::byte> body) {
+    if (h.type != FrameType::kHello || body.size() != kNonceSize) {
+      return fail(Status::ProtocolError(std::string("expected a hello frame, got ") +
+                                        frame_type_name(h.type) + " with " +
+                                        std::to_string(body.size()) + " body bytes"));
+    }
+    std::memcpy(client_nonce_.data(), body.data(), kNonceSize);
+    server_nonce_ = make_nonce();
+    std::byte out[kChallengeBodySize];
+    std::memcpy(out, server_nonce_.data(), kNonceSize);
+    put_u32(out + kNonceSize, options_.credits_per_connection);
+    FrameHeader c;
+    c.type = FrameType::kChallenge;
+    c.body_length = sizeof out;
+    iovec part{out, sizeof out};
+    state_ = State::kAwaitProof;
+    (void)send_frame(c, {&part, 1});
+  }
+
+  void on_proof(const FrameHeader& h, std::span<const std::byte> body) {
+    if (h.type != FrameType::kProof || body.size() != kProofSize) {
+      return fail(Status::ProtocolError(std::string("expected a proof frame, got ") +
+                                        frame_type_name(h.type)));
+    }
+    Proof got;
+    std::memcpy(got.data(), body.data(), kProofSize);
+    if (!proofs_equal(got, client_proof(options_.cluster_key, server_nonce_, client_nonce_))) {
+      return reject(Status::AuthFailed("peer does not know the cluster key (wrong key)"));
+    }
+    Proof mine = server_proof(options_.cluster_key, client_nonce_, server_nonce_);
+    FrameHeader w;
+    w.type = FrameType::kWelcome;
+    w.body_length = kProofSize;
+    iovec part{mine.data(), mine.size()};
+    state_ = State::kReady;
+    timer_.cancel();
+    view_ = std::make_shared<View>(self(), peer());
+    (void)send_frame(w, {&part, 1});
+  }
+
+  void on_request(const FrameHeader& h, std::span<const std::byte> trailer) {
+    if (h.type != FrameType::kRequest) {
+      return fail(Status::ProtocolError(std::string("unexpected ") + frame_type_name(h.type) +
+                                        " frame from a client"));
+    }
+    Result<std::vector<BulkDescriptor>> regions =
+        decode_descriptors(trailer.subspan(h.body_length), h.descriptor_count);
+    if (!regions.ok()) return fail(regions.status().WithContext("request " + std::to_string(h.request_id)));
+    uint64_t pulled = 0;
+    for (const BulkDescriptor& d : *regions) {
+      if (d.access == BulkAccess::kServerPull) pulled += d.length;
+    }
+    if (pulled != h.payload_length) {
+      return fail(Status::ProtocolError(
+          "request " + std::to_string(h.request_id) + " carries " +
+          std::to_string(h.payload_length) + " payload bytes but its pull regions total " +
+          std::to_string(pulled)));
+    }
+    InboundRequest req;
+    req.request_id = h.request_id;
+    req.service = h.service;
+    req.method = h.method;
+    req.body.assign(reinterpret_cast<const char*>(trailer.data()), h.body_length);
+    if (h.payload_length > 0) pause();
+    req.bulk = std::make_unique<TcpRequestBulk>(self(), h.request_id, std::move(*regions),
+                                                h.payload_length);
+    sink_->on_request(view_, std::move(req));
+  }
+
+  friend class TcpRequestBulk;
+
+  const ServerTransportOptions& options_;
+  RequestSink* sink_;
+  std::function<void(ServerConn*)> on_gone_;
+  asio::steady_timer timer_;
+  std::atomic<State> state_{State::kAwaitHello};
+  Nonce client_nonce_{};
+  Nonce server_nonce_{};
+  std::shared_ptr<View> view_;
+};
+
+Status TcpRequestBulk::pull(size_t region, uint64_t offset, std::span<std::byte> dst) {
+  SURGE_RETURN_IF_ERROR(check(region, offset, dst.size(), BulkAccess::kServerPull));
+  if (broken_) return Status::Disconnected("connection to " + conn_->peer() + " failed");
+  uint64_t pos = stream_start_[region] + offset;
+  if (pos < consumed_) {
+    return Status::InvalidArgument("TCP bulk pulls must go forward: region " +
+                                   std::to_string(region) + " offset " + std::to_string(offset) +
+                                   " was already passed");
+  }
+  if (dst.empty()) return Status::OK();
+  Status st = conn_->read_payload(nullptr, pos - consumed_);
+  if (st.ok()) st = conn_->read_payload(dst.data(), dst.size());
+  if (!st.ok()) {
+    broken_ = true;
+    return st;
+  }
+  consumed_ = pos + dst.size();
+  return Status::OK();
+}
+
+Status TcpRequestBulk::push(size_t region, uint64_t offset, std::span<const std::byte> src) {
+  SURGE_RETURN_IF_ERROR(check(region, offset, src.size(), BulkAccess::kServerPush));
+  if (src.empty()) return Status::OK();
+  FrameHeader h;
+  h.type = FrameType::kBulkData;
+  h.request_id = request_id_;
+  h.region = static_cast<uint32_t>(region);
+  h.offset = offset;
+  h.payload_length = src.size();
+  iovec part{const_cast<std::byte*>(src.data()), src.size()};
+  return conn_->send_frame(h, {&part, 1});
+}
+
+void TcpRequestBulk::finish() {
+  if (!paused_) return;
+  paused_ = false;
+  uint64_t total = 0;
+  for (const BulkDescriptor& d : regions_) {
+    if (d.access == BulkAccess::kServerPull) total += d.length;
+  }
+  if (!broken_ && consumed_ < total) (void)conn_->read_payload(nullptr, total - consumed_);
+  conn_->resume();
+}
+
+class TcpServerTransport final : public ServerTransport {
+ public:
+  TcpServerTransport(const ServerTransportOptions& options, RequestSink* sink)
+      : options_(options), sink_(sink), io_(options.io_threads, "surge-srv"),
+        acceptor_(io_.next()) {}
+  ~TcpServerTransport() override { stop(); }
+
+  Status bind() {
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(options_.endpoint.host, ec);
+    if (ec) {
+      // A name, not a literal: resolve it once.
+      tcp::resolver resolver(acceptor_.get_executor());
+      auto results = resolver.resolve(options_.endpoint.host, "", ec);
+      if (ec || results.empty()) {
+        return Status::InvalidArgument("cannot resolve listen host '" + options_.endpoint.host +
+                                       "': " + ec.message());
+      }
+      addr = results.begin()->endpoint().address();
+    }
+    tcp::endpoint ep(addr, options_.endpoint.port);
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Status(ec == boost::asio::error::address_in_use ? Code::kAlreadyExists : Code::kIOError,
+                    "listen on " + options_.endpoint.to_string() + ": " + ec.message());
+    }
+    auto local = acceptor_.local_endpoint(ec);
+    Endpoint bound = options_.endpoint;
+    bound.port = local.port();
+    address_ = bound.to_string();
+    port_ = local.port();
+    return Status::OK();
+  }
+
+  Status start() override {
+    asio::post(acceptor_.get_executor(), [this] { accept_next(); });
+    return Status::OK();
+  }
+
+  void stop() override {
+    if (stopped_.exchange(true)) return;
+    asio::post(acceptor_.get_executor(), [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+    });
+    std::vector<std::shared_ptr<ServerConn>> conns;
+    {
+      std::lock_guard lk(mu_);
+      for (auto& [p, weak] : conns_) {
+        if (auto c = weak.lock()) conns.push_back(std::move(c));
+      }
+    }
+    for (auto& c : conns) c->fail(Status::Cancelled("server " + address_ + " is stopping"));
+    conns.clear();
+    io_.stop();
+  }
+
+  std::string address() const override { return address_; }
+  uint16_t port() const override { return port_; }
+
+ private:
+  void accept_next() {
+    acceptor_.async_accept(io_.next(), [this](const boost::system::error_code& ec,
+                                              tcp::socket socket) {
+      if (ec) {
+        if (ec == asio::error::operation_aborted || stopped_) return;
+        SLOG_WARN("accept on {}: {}", address_, ec.message());
+      } else {
+        on_accept(std::move(socket));
+      }
+      if (!stopped_) accept_next();
+    });
+  }
+
+  void on_accept(tcp::socket socket) {
+    std::string peer = peer_name(socket);
+    tune_socket(socket.native_handle(), peer);
+    boost::system::error_code ec;
+    socket.non_blocking(true, ec);
+    auto& io = static_cast<asio::io_context&>(socket.get_executor().context());
+    auto conn = std::make_shared<ServerConn>(io, std::move(socket), peer, options_, sink_,
+                                             [this](ServerConn* c) {
+                                               std::lock_guard lk(mu_);
+                                               conns_.erase(c);
+                                             });
+    {
+      std::lock_guard lk(mu_);
+      conns_[conn.get()] = conn;
+    }
+    conn->begin();
+  }
+
+  const ServerTransportOptions options_;
+  RequestSink* sink_;
+  IoPool io_;
+  tcp::acceptor acceptor_;
+  std::string address_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopped_{false};
+  std::mutex mu_;
+  std::unordered_map<ServerConn*, std::weak_ptr<ServerConn>> conns_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ServerTransport>> make_tcp_server(const ServerTransportOptions& options,
+                                                         RequestSink* sink) {
+  auto t = std::make_unique<TcpServerTransport>(options, sink);
+  SURGE_RETURN_IF_ERROR(t->bind());
+  return std::unique_ptr<ServerTransport>(std::move(t));
+}
+
+}  // namespace surge::net::tcp
+
+namespace surge::net {
+// The factory is declared in namespace surge::net (net/transport.h).
+Result<std::unique_ptr<ServerTransport>> make_tcp_server(const ServerTransportOptions& options,
+                                                         RequestSink* sink) {
+  return tcp::make_tcp_server(options, sink);
+}
+}  // namespace surge::net

@@ -1,0 +1,358 @@
+#include "net/tcp/tcp_stream.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace surge::net::tcp {
+
+namespace {
+
+// Waits for `events` on fd until the deadline. TimedOut past it.
+Status wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadline,
+               const std::string& peer, const char* what) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return Status::TimedOut(std::string(what) + " " + peer + ": no progress for " +
+                              std::to_string(kIoStallTimeout.count()) + " ms");
+    }
+    pollfd p{fd, events, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
+    if (r > 0) return Status::OK();
+    if (r < 0 && errno != EINTR) return Status::FromErrno(errno, std::string("poll ") + peer);
+  }
+}
+
+}  // namespace
+
+void tune_socket(int fd, const std::string& peer) {
+  int one = 1;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
+    SLOG_WARN("TCP_NODELAY on {}: {}", peer, std::strerror(errno));
+  }
+  int bytes = kSocketBufferBytes;
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes) != 0) {
+    SLOG_WARN("socket buffers on {}: {}", peer, std::strerror(errno));
+  }
+}
+
+Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer) {
+  auto deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+  int i = 0;
+  while (i < iovcnt) {
+    if (iov[i].iov_len == 0) {
+      ++i;
+      continue;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov + i;
+    msg.msg_iovlen = static_cast<size_t>(std::min(iovcnt - i, IOV_MAX));
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        SURGE_RETURN_IF_ERROR(wait_fd(fd, POLLOUT, deadline, peer, "send to"));
+        continue;
+      }
+      return Status::Disconnected("send to " + peer + ": " + std::strerror(errno));
+    }
+    deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && i < iovcnt) {
+      if (left >= iov[i].iov_len) {
+        left -= iov[i].iov_len;
+        iov[i].iov_len = 0;
+        ++i;
+      } else {
+        iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
+        iov[i].iov_len -= left;
+        left = 0;
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status recv_exact(int fd, std::byte* dst, size_t len,
+                  std::chrono::steady_clock::time_point deadline, const std::string& peer) {
+  while (len > 0) {
+    ssize_t n = ::recv(fd, dst, len, MSG_DONTWAIT);
+    if (n > 0) {
+      dst += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return Status::Disconnected("connection to " + peer + " closed by the peer");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Status::Disconnected("recv from " + peer + ": " + std::strerror(errno));
+    }
+    SURGE_RETURN_IF_ERROR(wait_fd(fd, POLLIN, deadline, peer, "recv from"));
+  }
+  return Status::OK();
+}
+
+TcpStream::TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket,
+                     std::string peer)
+    : io_(io),
+      socket_(std::move(socket)),
+      fd_(socket_.native_handle()),
+      peer_(std::move(peer)),
+      rbuf_(kReadBufferSize) {}
+
+void TcpStream::start() {
+  boost::asio::post(io_, [self = shared_from_this()] { self->pump(); });
+}
+
+void TcpStream::resume() {
+  boost::asio::post(io_, [self = shared_from_this()] {
+    self->paused_ = false;
+    self->pump();
+  });
+}
+
+void TcpStream::fail(const Status& why) {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  ::shutdown(fd_, SHUT_RDWR);
+  on_closed(why);
+}
+
+Status TcpStream::send_frame(const FrameHeader& h, std::span<const iovec> parts) {
+  std::byte header[kFrameHeaderSize];
+  encode_header(h, header);
+  iovec iov[kMaxIov];
+  int n = 0;
+  iov[n++] = {header, kFrameHeaderSize};
+  if (parts.size() + 1 > kMaxIov) {
+    return Status::InvalidArgument("frame to " + peer_ + " has too many parts");
+  }
+  for (const iovec& p : parts) {
+    if (p.iov_len > 0) iov[n++] = p;
+  }
+  std::lock_guard lk(write_mu_);
+  if (closed()) return Status::Disconnected("connection to " + peer_ + " is closed");
+  Status st = send_all(fd_, iov, n, peer_);
+  if (!st.ok()) fail(st);
+  return st;
+}
+
+void TcpStream::compact() {
+  if (rpos_ == 0) return;
+  std::memmove(rbuf_.data(), rbuf_.data() + rpos_, rend_ - rpos_);
+  rend_ -= rpos_;
+  rpos_ = 0;
+}
+
+bool TcpStream::fill(size_t want) {
+  if (rpos_ == rend_) {
+    rpos_ = rend_ = 0;
+  } else if (rend_ == rbuf_.size()) {
+    compact();
+  }
+  size_t room = std::min(rbuf_.size() - rend_, want);
+  ssize_t n = ::recv(fd_, rbuf_.data() + rend_, room, MSG_DONTWAIT);
+  if (n > 0) {
+    rend_ += static_cast<size_t>(n);
+    return true;
+  }
+  if (n == 0) {
+    bool mid_frame = have_header_ || rend_ > rpos_ || direct_.remaining > 0;
+    fail(Status::Disconnected(mid_frame ? "peer " + peer_ + " closed mid-frame (truncated frame)"
+                                        : "peer " + peer_ + " closed the connection"));
+    return false;
+  }
+  if (errno == EINTR) return true;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    arm();
+    return false;
+  }
+  fail(Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno)));
+  return false;
+}
+
+void TcpStream::arm() {
+  socket_.async_wait(boost::asio::ip::tcp::socket::wait_read,
+                     [self = shared_from_this()](const boost::system::error_code& ec) {
+                       if (ec) {
+                         self->fail(Status::Disconnected("wait on " + self->peer_ + ": " +
+                                                         ec.message()));
+                         return;
+                       }
+                       self->pump();
+                     });
+}
+
+void TcpStream::pump() {
+  for (;;) {
+    if (closed()) return;
+    if (direct_.remaining > 0) {
+      if (!advance_direct()) return;
+      continue;
+    }
+    if (paused_) return;
+    size_t avail = rend_ - rpos_;
+    if (!have_header_) {
+      if (avail < kFrameHeaderSize) {
+        if (!fill(kFrameReadChunk)) return;
+        continue;
+      }
+      Result<FrameHeader> h = decode_header({rbuf_.data() + rpos_, kFrameHeaderSize});
+      if (!h.ok()) {
+        fail(h.status().WithContext("frame from " + peer_));
+        return;
+      }
+      cur_ = *h;
+      have_header_ = true;
+      size_t need = kFrameHeaderSize + cur_.trailer_length();
+      if (rbuf_.size() - rpos_ < need) {
+        compact();
+        if (rbuf_.size() < need) rbuf_.resize(need);
+      }
+      continue;
+    }
+    size_t need = kFrameHeaderSize + cur_.trailer_length();
+    if (avail < need) {
+      if (!fill(need - avail + kFrameReadChunk)) return;
+      continue;
+    }
+    std::span<const std::byte> trailer(rbuf_.data() + rpos_ + kFrameHeaderSize,
+                                       cur_.trailer_length());
+    rpos_ += need;
+    have_header_ = false;
+    on_frame(cur_, trailer);
+  }
+}
+
+Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
+  auto deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+  while (len > 0) {
+    if (closed()) return Status::Disconnected("connection to " + peer_ + " is closed");
+    size_t avail = rend_ - rpos_;
+    if (avail > 0) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(avail, len));
+      if (dst != nullptr) {
+        std::memcpy(dst, rbuf_.data() + rpos_, n);
+        dst += n;
+      }
+      rpos_ += n;
+      len -= n;
+      continue;
+    }
+    rpos_ = rend_ = 0;
+    // In place when there is a destination; discarded bytes go through the
+    // read buffer (and whatever follows them stays there for the loop).
+    std::byte* into = dst != nullptr ? dst : rbuf_.data();
+    size_t want = dst != nullptr ? static_cast<size_t>(std::min<uint64_t>(len, 1u << 30))
+                                 : rbuf_.size();
+    ssize_t n = ::recv(fd_, into, want, MSG_DONTWAIT);
+    if (n > 0) {
+      deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+      if (dst != nullptr) {
+        dst += n;
+        len -= static_cast<uint64_t>(n);
+      } else {
+        rend_ = static_cast<size_t>(n);
+      }
+      continue;
+    }
+    Status st;
+    if (n == 0) {
+      st = Status::Disconnected("peer " + peer_ + " closed mid-payload");
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      st = wait_fd(fd_, POLLIN, deadline, peer_, "bulk payload from");
+      if (st.ok()) continue;
+    } else {
+      st = Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno));
+    }
+    fail(st);
+    return st;
+  }
+  return Status::OK();
+}
+
+void TcpStream::begin_direct(std::shared_ptr<PendingCall::State> call, std::byte* dst,
+                             uint64_t len) {
+  direct_.call = std::move(call);
+  direct_.dst = dst;
+  direct_.remaining = len;
+}
+
+void TcpStream::deliver(const std::byte* src, size_t n) {
+  if (!direct_.call) return;
+  std::lock_guard lk(direct_.call->mu);
+  if (direct_.call->abandoned) {
+    direct_.call.reset();
+    return;
+  }
+  std::memcpy(direct_.dst, src, n);
+  direct_.dst += n;
+}
+
+bool TcpStream::advance_direct() {
+  while (direct_.remaining > 0) {
+    size_t avail = rend_ - rpos_;
+    if (avail > 0) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(avail, direct_.remaining));
+      deliver(rbuf_.data() + rpos_, n);
+      rpos_ += n;
+      direct_.remaining -= n;
+      continue;
+    }
+    if (!direct_.call) {
+      if (!fill(rbuf_.size())) return false;
+      continue;
+    }
+    rpos_ = rend_ = 0;
+    ssize_t n;
+    {
+      // Under the call's lock: a waiter that times out either sees this
+      // write finished or marks the call abandoned before it starts.
+      std::lock_guard lk(direct_.call->mu);
+      if (direct_.call->abandoned) {
+        n = -2;
+      } else {
+        n = ::recv(fd_, direct_.dst,
+                   static_cast<size_t>(std::min<uint64_t>(direct_.remaining, 16u << 20)),
+                   MSG_DONTWAIT);
+      }
+    }
+    if (n == -2) {
+      direct_.call.reset();
+      continue;
+    }
+    if (n > 0) {
+      direct_.dst += n;
+      direct_.remaining -= static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      fail(Status::Disconnected("peer " + peer_ + " closed mid bulk-data frame"));
+      return false;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      arm();
+      return false;
+    }
+    fail(Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno)));
+    return false;
+  }
+  direct_.call.reset();
+  return true;
+}
+
+}  // namespace surge::net::tcp

@@ -1,0 +1,137 @@
+// TcpStream: one TCP connection's framing engine, shared by the client and
+// server sides of the TCP transport.
+//
+// Reading happens on the connection's I/O thread: Asio only reports
+// readiness (async_wait); the bytes are moved with plain recv() into a read
+// buffer, and complete frames go to on_frame(). Bulk bytes bypass the read
+// buffer: after a frame header only what one small read happened to bring
+// along (at most kFrameReadChunk) is copied; the rest is received straight
+// into its destination (a client region for bulk-data frames, the handler's
+// buffer for pulls).
+//
+// Writing happens on whichever thread has something to send (the caller's
+// thread for requests, the handler's thread for replies and pushes), one
+// frame at a time under a per-connection write lock, as a single gather
+// sendmsg() of header + body + descriptors + payload: no copy of the
+// payload, no hop to another thread.
+//
+// Pausing (server side): a request whose pulled bytes follow it on the
+// stream pauses the read loop; the handler's thread then owns the read side
+// and reads the payload synchronously (read_payload) until finish() resumes
+// the loop on the I/O thread. The hand-off goes through a mutex (the worker
+// queue) one way and asio::post the other, so the read buffer is never used
+// by two threads at once.
+//
+// Closing: fail() is idempotent and callable from any thread; it shuts the
+// socket down (waking every blocked poll and the pending async_wait) and
+// calls on_closed() once. The descriptor is closed only by the destructor,
+// when no thread can still be using it.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "net/frame.h"
+#include "net/transport.h"
+
+namespace surge::net::tcp {
+
+// A blocked send or payload read that makes no progress for this long
+// fails the connection with TimedOut.
+inline constexpr std::chrono::milliseconds kIoStallTimeout{30000};
+// Largest read at a frame boundary: bounds how much bulk payload can be
+// copied out of the read buffer instead of received in place.
+inline constexpr size_t kFrameReadChunk = 16 * 1024;
+inline constexpr size_t kReadBufferSize = 64 * 1024;
+// SO_SNDBUF / SO_RCVBUF (the kernel doubles it).
+inline constexpr int kSocketBufferBytes = 4 << 20;
+// header + body + descriptors + up to kMaxDescriptors payload regions.
+inline constexpr size_t kMaxIov = 4 + kMaxDescriptors;
+
+// TCP_NODELAY and large buffers. Failures are logged, not fatal.
+void tune_socket(int fd, const std::string& peer);
+
+// Blocking helpers on a socket, for the client handshake.
+Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer);
+Status recv_exact(int fd, std::byte* dst, size_t len,
+                  std::chrono::steady_clock::time_point deadline, const std::string& peer);
+
+class TcpStream : public std::enable_shared_from_this<TcpStream> {
+ public:
+  TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket, std::string peer);
+  virtual ~TcpStream() = default;
+  TcpStream(const TcpStream&) = delete;
+  TcpStream& operator=(const TcpStream&) = delete;
+
+  // Starts the read loop on the I/O thread.
+  void start();
+  // One frame: header, then `parts` (body, descriptors, payload) in order.
+  // Thread-safe. An error fails the connection.
+  Status send_frame(const FrameHeader& h, std::span<const iovec> parts);
+  void fail(const Status& why);
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  const std::string& peer() const { return peer_; }
+
+ protected:
+  // On the I/O thread, for each complete frame; `trailer` (body then
+  // descriptors) is valid only during the call.
+  virtual void on_frame(const FrameHeader& h, std::span<const std::byte> trailer) = 0;
+  // Exactly once, on the thread that failed the connection.
+  virtual void on_closed(const Status& why) = 0;
+
+  boost::asio::io_context& io() { return io_; }
+
+  // Server side. pause() from on_frame stops the read loop after the
+  // current frame; resume() (any thread) restarts it on the I/O thread.
+  void pause() { paused_ = true; }
+  void resume();
+  // While paused, from the thread that owns the read side: the next `len`
+  // payload bytes into dst (nullptr discards them).
+  Status read_payload(std::byte* dst, uint64_t len);
+
+  // Client side, from on_frame: the next `len` bytes go to `dst`, written
+  // under call->mu unless the call was abandoned (then discarded). A null
+  // call discards.
+  void begin_direct(std::shared_ptr<PendingCall::State> call, std::byte* dst, uint64_t len);
+
+ private:
+  void pump();
+  bool fill(size_t want);
+  void arm();
+  bool advance_direct();
+  void deliver(const std::byte* src, size_t n);
+  void compact();
+
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::socket socket_;
+  const int fd_;
+  const std::string peer_;
+  std::atomic<bool> closed_{false};
+  std::mutex write_mu_;
+
+  // Read side: owned by the I/O thread, or by the paused handler.
+  std::vector<std::byte> rbuf_;
+  size_t rpos_ = 0;
+  size_t rend_ = 0;
+  bool have_header_ = false;
+  FrameHeader cur_;
+  bool paused_ = false;
+  struct Direct {
+    std::shared_ptr<PendingCall::State> call;
+    std::byte* dst = nullptr;
+    uint64_t remaining = 0;
+  } direct_;
+};
+
+}  // namespace surge::net::tcp
