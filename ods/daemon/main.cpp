@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
   size_t pool_1m = 0, pool_64k = 0, max_open = 0;
   uint64_t reserved = 0, max_io = 0;
   bool direct = false;
+  // A later flag wins over an earlier one (wrappers append overrides).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--config", config_file, "TOML settings file (ods/surge-ods.toml lists every key)");
   auto* o_data = app.add_option("--data-dir", data_dir, "object directory");
   auto* o_listen = app.add_option("--listen", listen, "tcp://HOST:PORT or rdma://HOST:PORT");

@@ -3,9 +3,9 @@
 // RpcChannel that sends CRCs with writes and checks them on reads.
 #pragma once
 
-#include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <vector>

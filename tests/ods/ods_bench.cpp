@@ -1,0 +1,207 @@
+// ods_bench: one surge-ods over TCP loopback next to its two ceilings, in
+// one run, on the same file system:
+//   BM_OdsWrite / BM_OdsRead    OdsWrite/OdsRead through RpcChannel to a
+//                               surge-ods process (payload CRC both ways)
+//   BM_Pwrite / BM_Pread        pwrite/pread of the same bytes to a file in
+//                               the same directory
+//   BM_SocketPair               the same bytes over a plain TCP loopback
+//                               connection, one message and an 8-byte ack
+//                               per operation (what one RPC does)
+//   BM_UringWrite               the same writes through io_uring, one at a
+//                               time as a worker would issue them: the
+//                               measurement behind pwritev in the store
+// Sizes: 64 KiB and 1 MiB. Run: build-ods/tests/ods/ods_bench
+// (SURGE_BUILD_DIR defaults to the build dir holding this binary).
+#include <arpa/inet.h>
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "tests/ods/ods_fixture.h"
+
+namespace {
+
+using namespace surge;
+using namespace surge::ods::testing;
+
+constexpr uint64_t kSpan = 256 << 20;  // offsets cycle over 256 MiB: stays in the page cache
+
+struct Env {
+  TempDir dir{"surge-ods-bench"};
+  std::string key_file;
+  DaemonProcess ods;
+  std::string address;
+  std::unique_ptr<OdsClient> client;
+  int file_fd = -1;
+
+  Env() {
+    if (std::getenv("SURGE_BUILD_DIR") == nullptr) {
+      auto exe = std::filesystem::read_symlink("/proc/self/exe");
+      ::setenv("SURGE_BUILD_DIR", exe.parent_path().parent_path().parent_path().c_str(), 1);
+    }
+    key_file = make_key(dir);
+    address = start_ods(ods, dir.path() + "/data", key_file, dir.path() + "/ods.log",
+                        {"--log-level", "warn", "--pool-1m-buffers", "32"});
+    client = std::make_unique<OdsClient>(address, key_of(key_file));
+    file_fd = ::open((dir.path() + "/plain.dat").c_str(), O_RDWR | O_CREAT, 0644);
+  }
+  ~Env() {
+    client.reset();
+    ods.stop();
+    if (file_fd >= 0) ::close(file_fd);
+  }
+};
+
+Env& env() {
+  static Env e;
+  return e;
+}
+
+void BM_OdsWrite(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(size, 1);
+  uint64_t off = 0;
+  for (auto _ : state) {
+    auto r = env().client->write(1, off, data);
+    if (!r.ok()) state.SkipWithError(r.status().ToString().c_str());
+    off = (off + size) % kSpan;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void BM_OdsRead(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(1 << 20, 2);
+  for (uint64_t off = 0; off < 64 << 20; off += data.size()) (void)env().client->write(2, off, data);
+  uint64_t off = 0;
+  for (auto _ : state) {
+    auto r = env().client->read(2, off, size);
+    if (!r.ok() || r->size() != size) state.SkipWithError("short or failed read");
+    off = (off + size) % (64 << 20);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void BM_Pwrite(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(size, 3);
+  uint64_t off = 0;
+  for (auto _ : state) {
+    if (::pwrite(env().file_fd, data.data(), size, static_cast<off_t>(off)) != static_cast<ssize_t>(size)) {
+      state.SkipWithError("pwrite");
+    }
+    off = (off + size) % kSpan;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void BM_Pread(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  std::vector<std::byte> buf(size);
+  auto data = pattern(1 << 20, 4);
+  for (uint64_t off = 0; off < 64 << 20; off += data.size()) {
+    (void)!::pwrite(env().file_fd, data.data(), data.size(), static_cast<off_t>(off));
+  }
+  uint64_t off = 0;
+  for (auto _ : state) {
+    if (::pread(env().file_fd, buf.data(), size, static_cast<off_t>(off)) != static_cast<ssize_t>(size)) {
+      state.SkipWithError("pread");
+    }
+    off = (off + size) % (64 << 20);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void BM_UringWrite(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(size, 5);
+  io_uring ring;
+  if (io_uring_queue_init(8, &ring, 0) != 0) {
+    state.SkipWithError("io_uring_queue_init");
+    return;
+  }
+  uint64_t off = 0;
+  for (auto _ : state) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    io_uring_prep_write(sqe, env().file_fd, data.data(), static_cast<unsigned>(size), off);
+    io_uring_submit(&ring);
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_wait_cqe(&ring, &cqe) != 0 || cqe->res != static_cast<int>(size)) state.SkipWithError("uring write");
+    io_uring_cqe_seen(&ring, cqe);
+    off = (off + size) % kSpan;
+  }
+  io_uring_queue_exit(&ring);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+bool full_io(int fd, void* p, size_t n, bool send) {
+  auto* b = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t k = send ? ::write(fd, b, n) : ::read(fd, b, n);
+    if (k <= 0) return false;
+    b += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+// One message of `size` bytes and an 8-byte ack per iteration over TCP
+// loopback: the network ceiling of one synchronous request.
+void BM_SocketPair(benchmark::State& state) {
+  const auto size = static_cast<size_t>(state.range(0));
+  int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(ls, 1);
+  ::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &al);
+  int c = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    state.SkipWithError("connect");
+    return;
+  }
+  int s = ::accept(ls, nullptr, nullptr);
+  int one = 1;
+  ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::thread server([&] {
+    std::vector<char> buf(size);
+    uint64_t ack = 0;
+    while (full_io(s, buf.data(), size, false)) {
+      if (!full_io(s, &ack, sizeof ack, true)) break;
+    }
+  });
+  auto data = pattern(size, 6);
+  uint64_t ack = 0;
+  for (auto _ : state) {
+    if (!full_io(c, data.data(), size, true) || !full_io(c, &ack, sizeof ack, false)) state.SkipWithError("socket");
+  }
+  ::shutdown(c, SHUT_RDWR);
+  server.join();
+  ::close(c);
+  ::close(s);
+  ::close(ls);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+constexpr int64_t k64K = 64 << 10, k1M = 1 << 20;
+BENCHMARK(BM_OdsWrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_OdsRead)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_Pwrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_Pread)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_UringWrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_SocketPair)->Arg(k64K)->Arg(k1M)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
