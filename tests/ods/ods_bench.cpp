@@ -7,6 +7,10 @@
 //   BM_SocketPair               the same bytes over a plain TCP loopback
 //                               connection, one message and an 8-byte ack
 //                               per operation (what one RPC does)
+//   BM_SocketStream             the same bytes streamed with no ack: the
+//                               bandwidth ceiling of one connection
+//   BM_OdsWriteQD4 / ReadQD4    4 requests in flight on one connection
+//   BM_OdsStat                  one request's floor (no bulk)
 //   BM_UringWrite               the same writes through io_uring, one at a
 //                               time as a worker would issue them: the
 //                               measurement behind pwritev in the store
@@ -88,6 +92,75 @@ void BM_OdsRead(benchmark::State& state) {
     off = (off + size) % (64 << 20);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+// kDepth requests in flight on one connection (a client striping a large IO
+// keeps several going): hides the per-request round trip.
+constexpr int kDepth = 4;
+
+void BM_OdsWriteQD4(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(size, 7);
+  const uint32_t crc = surge::crc32c(data.data(), size);
+  net::BulkRegion region{data.data(), size, net::BulkAccess::kServerPull};
+  std::vector<net::PendingCall> calls(kDepth);
+  uint64_t off = 0, i = 0;
+  for (auto _ : state) {
+    net::PendingCall& slot = calls[i++ % kDepth];
+    if (slot.valid()) {
+      pb::WriteReply a;
+      if (!net::finish_call<pb::OdsWrite>(slot, &a).ok()) state.SkipWithError("write failed");
+    }
+    pb::WriteRequest q;
+    q.set_object_id(3);
+    q.set_offset(off);
+    q.set_length(size);
+    q.set_crc32c(crc);
+    slot = net::call_async<pb::OdsWrite>(env().client->channel(), q, {&region, 1});
+    off = (off + size) % kSpan;
+  }
+  for (auto& c : calls) {
+    if (c.valid()) (void)c.wait();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void BM_OdsReadQD4(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(1 << 20, 8);
+  for (uint64_t off = 0; off < 64 << 20; off += data.size()) (void)env().client->write(4, off, data);
+  std::vector<std::vector<std::byte>> bufs(kDepth, std::vector<std::byte>(size));
+  std::vector<net::PendingCall> calls(kDepth);
+  uint64_t off = 0, i = 0;
+  for (auto _ : state) {
+    const size_t k = i++ % kDepth;
+    if (calls[k].valid()) {
+      pb::ReadReply a;
+      if (!net::finish_call<pb::OdsRead>(calls[k], &a).ok() ||
+          surge::crc32c(bufs[k].data(), a.length()) != a.crc32c()) {
+        state.SkipWithError("read failed");
+      }
+    }
+    pb::ReadRequest q;
+    q.set_object_id(4);
+    q.set_offset(off);
+    q.set_length(size);
+    net::BulkRegion region{bufs[k].data(), size, net::BulkAccess::kServerPush};
+    calls[k] = net::call_async<pb::OdsRead>(env().client->channel(), q, {&region, 1});
+    off = (off + size) % (64 << 20);
+  }
+  for (auto& c : calls) {
+    if (c.valid()) (void)c.wait();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+// The floor of one request: a Stat round trip, no bulk data.
+void BM_OdsStat(benchmark::State& state) {
+  (void)env().client->write(5, 0, pattern(10, 1));
+  for (auto _ : state) {
+    if (!env().client->stat(5).ok()) state.SkipWithError("stat failed");
+  }
 }
 
 void BM_Pwrite(benchmark::State& state) {
@@ -194,13 +267,53 @@ void BM_SocketPair(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
 }
 
+// The same bytes streamed one way with no per-message ack: the bandwidth
+// ceiling of one TCP loopback connection.
+void BM_SocketStream(benchmark::State& state) {
+  const auto size = static_cast<size_t>(state.range(0));
+  int sv[2];
+  int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(ls, 1);
+  ::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &al);
+  sv[0] = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(sv[0], reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    state.SkipWithError("connect");
+    return;
+  }
+  sv[1] = ::accept(ls, nullptr, nullptr);
+  std::thread sink([&] {
+    std::vector<char> buf(size);
+    while (full_io(sv[1], buf.data(), size, false)) {
+    }
+  });
+  auto data = pattern(size, 9);
+  for (auto _ : state) {
+    if (!full_io(sv[0], data.data(), size, true)) state.SkipWithError("socket");
+  }
+  ::shutdown(sv[0], SHUT_RDWR);
+  sink.join();
+  ::close(sv[0]);
+  ::close(sv[1]);
+  ::close(ls);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
 constexpr int64_t k64K = 64 << 10, k1M = 1 << 20;
 BENCHMARK(BM_OdsWrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_OdsRead)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_OdsWriteQD4)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_OdsReadQD4)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_OdsStat)->UseRealTime();
 BENCHMARK(BM_Pwrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_Pread)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_UringWrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_SocketPair)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_SocketStream)->Arg(k64K)->Arg(k1M)->UseRealTime();
 
 }  // namespace
 
