@@ -80,6 +80,8 @@ Status apply_option(MountConfig& m, const std::string& opt) {
     m.log_level = val;
   } else if (key == "log_file") {
     m.log_file = val;
+  } else if (key == "pid_file") {
+    m.pid_file = val;
   } else if (key == "default_permissions") {
     m.fs.server_permissions = false;  // the kernel checks; the MDS checks too
     m.fuse_options.push_back(opt);
@@ -105,7 +107,7 @@ std::string usage() {
          "  mds_timeout_ms=N   how long an unreachable MDS is retried (30000)\n"
          "  readahead_kb=N     read-ahead of the mount (default 4096)\n"
          "  max_threads=N      FUSE worker threads (default 16)\n"
-         "  log_level=L, log_file=PATH\n"
+         "  log_level=L, log_file=PATH, pid_file=PATH\n"
          "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
          "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";
 }

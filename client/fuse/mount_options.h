@@ -20,6 +20,7 @@ struct MountConfig {
   bool fuse_debug = false;
   std::string log_level = "info";
   std::string log_file;
+  std::string pid_file;  // the daemon writes its pid here once mounted
   uint32_t readahead_kb = 4096;  // bdi read_ahead_kb of the mount
   unsigned max_threads = 16;
   ClientOptions client;

@@ -254,7 +254,13 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     return;
   }
   fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
-  fi->keep_cache = 0;  // close-to-open: drop cached pages on every open
+  // Close-to-open: the kernel drops cached pages (keep_cache 0) and, as we
+  // invalidate its attributes here, asks for a fresh size before it uses
+  // one, so what another client closed is what this open sees. Only the
+  // attributes are invalidated (offset -1): no page lock is taken, which
+  // makes this safe inside the open request.
+  if (fs.session() != nullptr) fuse_lowlevel_notify_inval_inode(fs.session(), ino, -1, 0);
+  fi->keep_cache = 0;
   fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
   if (fuse_reply_open(req, fi) != 0) {
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);

@@ -38,6 +38,9 @@ class SurgeFs {
   static const fuse_lowlevel_ops* ops();
 
   Client& client() { return *client_; }
+  // The mounted session, for invalidating kernel caches.
+  void set_session(fuse_session* se) { session_ = se; }
+  fuse_session* session() const { return session_; }
   const FsOptions& options() const { return options_; }
 
   // Lookup counts (kernel references) per inode.
@@ -48,6 +51,7 @@ class SurgeFs {
  private:
   std::unique_ptr<Client> client_;
   FsOptions options_;
+  fuse_session* session_ = nullptr;
   mutable std::mutex lookups_mu_;
   std::unordered_map<Ino, uint64_t> lookups_;
 };

@@ -92,6 +92,7 @@ int run(MountConfig& cfg, int status_fd) {
     report(status_fd, "fuse_session_new failed (bad -o option?): " + opts);
     return 1;
   }
+  fs.set_session(se);
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);
     report(status_fd, "cannot install signal handlers");
@@ -108,6 +109,10 @@ int run(MountConfig& cfg, int status_fd) {
     if (!rs.ok()) SLOG_WARN("fuse: read-ahead not set: {}", rs.ToString());
   }
   SLOG_INFO("fuse: {} mounted on {}", cfg.mds_address, cfg.mountpoint);
+  if (!cfg.pid_file.empty()) {
+    std::ofstream pf(cfg.pid_file);
+    pf << getpid() << "\n";
+  }
   report(status_fd, "mounted");  // the parent exits 0 now
   if (!cfg.foreground) {
     // Fully detached: stdio to /dev/null (logs go to log_file).
@@ -131,6 +136,7 @@ int run(MountConfig& cfg, int status_fd) {
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
   fuse_opt_free_args(&fargs);
+  if (!cfg.pid_file.empty()) unlink(cfg.pid_file.c_str());
   return rc == 0 ? 0 : 1;
 }
 

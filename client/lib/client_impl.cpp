@@ -518,6 +518,31 @@ Result<FsStat> ClientImpl::statfs() {
   return s;
 }
 
+Result<ClusterStatus> ClientImpl::cluster_status() {
+  SURGE_RETURN_IF_ERROR(map_->refresh());
+  mds::ClusterMap m = map_->snapshot();
+  ClusterStatus cs;
+  cs.map_version = m.version();
+  cs.fs_id = m.fs_id();
+  cs.mds_address = options_.mds_address;
+  for (const auto& t : m.targets()) {
+    TargetStatus ts;
+    ts.id = t.target_id();
+    ts.address = t.address();
+    switch (t.state()) {
+      case mds::TARGET_UP: ts.state = "up"; break;
+      case mds::TARGET_DOWN: ts.state = "down"; break;
+      case mds::TARGET_DRAINING: ts.state = "draining"; break;
+      default: ts.state = "unknown"; break;
+    }
+    ts.capacity_bytes = t.capacity_bytes();
+    ts.free_bytes = t.free_bytes();
+    ts.last_heartbeat_ms = t.last_heartbeat_ms();
+    cs.targets.push_back(std::move(ts));
+  }
+  return cs;
+}
+
 Result<StripeLayout> ClientImpl::get_layout(Ino ino, const Caller& c) {
   mds::GetLayoutRequest req;
   *req.mutable_cred() = cred_to_proto(c);

@@ -85,6 +85,7 @@ class ClientImpl : public Client {
   Result<std::vector<std::string>> listxattr(Ino ino, const Caller& c) override;
   Status removexattr(Ino ino, std::string_view name, const Caller& c) override;
   Result<FsStat> statfs() override;
+  Result<ClusterStatus> cluster_status() override;
   Result<StripeLayout> get_layout(Ino ino, const Caller& c) override;
   Status set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
                         const Caller& c) override;

@@ -127,6 +127,22 @@ struct StripeLayout {
   std::vector<uint32_t> targets;
 };
 
+// One data server as the cluster map shows it.
+struct TargetStatus {
+  uint32_t id = 0;
+  std::string address;
+  std::string state;  // "up", "down", "draining", "unknown"
+  uint64_t capacity_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t last_heartbeat_ms = 0;
+};
+struct ClusterStatus {
+  uint64_t map_version = 0;
+  uint64_t fs_id = 0;
+  std::string mds_address;
+  std::vector<TargetStatus> targets;
+};
+
 // rename flags, as renameat2.
 enum RenameFlags : uint32_t { kRenameNoReplace = 1, kRenameExchange = 2 };
 // setxattr flags, as setxattr(2).
@@ -189,6 +205,8 @@ class Client {
   virtual Result<std::vector<std::string>> listxattr(Ino ino, const Caller& c) = 0;
   virtual Status removexattr(Ino ino, std::string_view name, const Caller& c) = 0;
   virtual Result<FsStat> statfs() = 0;
+  // The cluster map, fetched from the MDS now.
+  virtual Result<ClusterStatus> cluster_status() = 0;
   virtual Result<StripeLayout> get_layout(Ino ino, const Caller& c) = 0;
   virtual Status set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
                                 const Caller& c) = 0;

@@ -1,0 +1,330 @@
+#include "tests/client/local_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "net/cluster_key.h"
+
+namespace surge::test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+int free_port() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(s);
+  return port;
+}
+
+bool port_open(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(s);
+  return ok;
+}
+
+bool is_mounted(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, parent, majmin, root, mp;
+    ls >> id >> parent >> majmin >> root >> mp;
+    if (mp == path) return true;
+  }
+  return false;
+}
+
+std::string addr(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
+
+}  // namespace
+
+std::string LocalCluster::mds_address() const { return addr(mds_port_); }
+std::string LocalCluster::ods_dir(int i) const { return dir_ + "/ods" + std::to_string(i); }
+
+Result<pid_t> LocalCluster::spawn(const std::string& name, const std::vector<std::string>& argv) {
+  std::string log = dir_ + "/logs/" + name + ".log";
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return Status::FromErrno(errno, "fork for " + name);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+Status LocalCluster::wait_port(const std::string& name, pid_t pid, int port, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      return Status::Internal(name + " exited (status " + std::to_string(st) +
+                              ") before listening on port " + std::to_string(port) + "; log:\n" +
+                              log_tail(name));
+    }
+    if (port_open(port)) return Status::OK();
+    std::this_thread::sleep_for(20ms);
+  }
+  return Status::TimedOut(name + " not listening on port " + std::to_string(port) + " after " +
+                          std::to_string(timeout_ms) + " ms; log:\n" + log_tail(name));
+}
+
+void LocalCluster::stop_proc(pid_t& pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  pid = -1;
+}
+
+std::string LocalCluster::log_tail(const std::string& name, int lines) const {
+  std::string out;
+  sh("tail -n " + std::to_string(lines) + " " + dir_ + "/logs/" + name + ".log", &out);
+  return out;
+}
+
+Status LocalCluster::start_mds() {
+  std::string bin = build_ + "/mds/surge-mds";
+  SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", {bin, "--data-dir", dir_ + "/mds", "--listen",
+                                                 addr(mds_port_), "--cluster-key-file",
+                                                 key_file_, "--log-level", "info"}));
+  return wait_port("mds", mds_pid_, mds_port_, 15000);
+}
+
+Status LocalCluster::kill_mds() {
+  stop_proc(mds_pid_);
+  return Status::OK();
+}
+
+Status LocalCluster::start_ods(int i) {
+  std::string bin = build_ + "/ods/surge-ods";
+  std::string name = "ods" + std::to_string(i);
+  fs::create_directories(ods_dir(i));
+  SURGE_ASSIGN_OR_RETURN(
+      ods_pids_[i], spawn(name, {bin, "--data-dir", ods_dir(i), "--listen", addr(ods_ports_[i]),
+                                 "--mds", mds_address(), "--cluster-key-file", key_file_,
+                                 "--log-level", "info", "--pool-1m-buffers", "16"}));
+  return wait_port(name, ods_pids_[i], ods_ports_[i], 15000);
+}
+
+Status LocalCluster::kill_ods(int i) {
+  stop_proc(ods_pids_[i]);
+  return Status::OK();
+}
+
+Result<std::unique_ptr<Client>> LocalCluster::connect(int io_timeout_ms) const {
+  ClientOptions o;
+  o.mds_address = mds_address();
+  o.cluster_key_file = key_file_;
+  o.io_timeout = std::chrono::milliseconds(io_timeout_ms);
+  o.mds_timeout = std::chrono::milliseconds(20000);
+  o.pool_buffers = 8;
+  return Client::Connect(o);
+}
+
+Status LocalCluster::wait_targets_up(int n, int timeout_ms) {
+  SURGE_ASSIGN_OR_RETURN(auto c, connect());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto cs = c->cluster_status();
+    if (cs.ok()) {
+      int up = 0;
+      for (const auto& t : cs->targets) up += t.state == "up";
+      if (up >= n) return Status::OK();
+      last = std::to_string(up) + " of " + std::to_string(cs->targets.size()) + " up";
+    } else {
+      last = cs.status().ToString();
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  return Status::TimedOut("data servers not up after " + std::to_string(timeout_ms) + " ms (" +
+                          last + ")");
+}
+
+Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterConfig& cfg) {
+  std::unique_ptr<LocalCluster> c(new LocalCluster());
+  c->cfg_ = cfg;
+  const char* b = std::getenv("SURGE_BUILD_DIR");
+  if (b == nullptr) return Status::InvalidArgument("SURGE_BUILD_DIR is not set");
+  c->build_ = b;
+  char tmpl[] = "/tmp/surge-client-test-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return Status::FromErrno(errno, "mkdtemp");
+  c->dir_ = tmpl;
+  fs::create_directories(c->dir_ + "/logs");
+  fs::create_directories(c->dir_ + "/mds");
+  c->key_file_ = c->dir_ + "/cluster.key";
+  SURGE_RETURN_IF_ERROR(net::generate_cluster_key(c->key_file_));
+  c->mds_port_ = free_port();
+  for (int i = 0; i < cfg.ods_count; ++i) c->ods_ports_.push_back(free_port());
+  c->ods_pids_.assign(static_cast<size_t>(cfg.ods_count), -1);
+  SURGE_RETURN_IF_ERROR(c->start_mds());
+  for (int i = 0; i < cfg.ods_count; ++i) SURGE_RETURN_IF_ERROR(c->start_ods(i));
+  SURGE_RETURN_IF_ERROR(c->wait_targets_up(cfg.ods_count, 15000));
+  if (cfg.stripe_size != 0) {
+    SURGE_ASSIGN_OR_RETURN(auto cl, c->connect());
+    SURGE_RETURN_IF_ERROR(
+        cl->set_dir_layout(Client::kRootIno, cfg.stripe_size, cfg.stripe_count, Caller{}));
+  }
+  return c;
+}
+
+Result<std::string> LocalCluster::mount(const std::string& name, const std::string& extra_opts) {
+  std::string mp = dir_ + "/" + name;
+  fs::create_directories(mp);
+  std::string opts = "key_file=" + key_file_ + ",allow_other,auto_unmount,io_timeout_ms=" +
+                     cfg_.client_io_timeout_ms;
+  if (!extra_opts.empty()) opts += "," + extra_opts;
+  std::string bin = build_ + "/client/fuse/surge-fuse";
+  std::string log = "fuse-" + name;
+  SURGE_ASSIGN_OR_RETURN(pid_t pid, spawn(log, {bin, "-f", "-o", opts, mds_address(), mp}));
+  mounts_.push_back(Mount{mp, pid});
+  auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      mounts_.back().pid = -1;
+      return Status::Internal("surge-fuse exited before mounting " + mp + "; log:\n" +
+                              log_tail(log));
+    }
+    if (is_mounted(mp)) return mp;
+    std::this_thread::sleep_for(20ms);
+  }
+  return Status::TimedOut("mount " + mp + " did not appear; log:\n" + log_tail(log));
+}
+
+Status LocalCluster::unmount(const std::string& mountpoint) {
+  for (auto it = mounts_.begin(); it != mounts_.end(); ++it) {
+    if (it->path != mountpoint) continue;
+    int rc = sh("umount " + mountpoint + " 2>&1");
+    if (rc != 0) sh("umount -l " + mountpoint + " 2>&1");
+    // The daemon ends its loop when the kernel unmounts.
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool exited = false;
+    while (it->pid > 0 && std::chrono::steady_clock::now() < deadline) {
+      if (waitpid(it->pid, nullptr, WNOHANG) == it->pid) {
+        exited = true;
+        break;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    if (!exited) stop_proc(it->pid);
+    mounts_.erase(it);
+    if (rc != 0) return Status::Busy("umount " + mountpoint + " failed; lazily unmounted");
+    if (!exited) return Status::TimedOut("surge-fuse for " + mountpoint + " did not exit");
+    return Status::OK();
+  }
+  return Status::NotFound("no mount at " + mountpoint);
+}
+
+LocalCluster::~LocalCluster() {
+  while (!mounts_.empty()) (void)unmount(mounts_.back().path);
+  for (auto& p : ods_pids_) stop_proc(p);
+  stop_proc(mds_pid_);
+  if (std::getenv("SURGE_KEEP_TEST_DIR") == nullptr && !dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+}
+
+std::string random_bytes(size_t n, uint64_t seed) {
+  std::string s(n, '\0');
+  std::mt19937_64 rng(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(&s[i], &v, 8);
+  }
+  for (; i < n; ++i) s[i] = static_cast<char>(rng());
+  return s;
+}
+
+Status write_file(const std::string& path, const std::string& data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      return Status::FromErrno(e, "write " + path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return Status::FromErrno(errno, "close " + path);
+  return Status::OK();
+}
+
+Result<std::string> read_file(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      return Status::FromErrno(e, "read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+int sh(const std::string& cmd, std::string* out) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) {
+    if (out != nullptr) out->append(buf, n);
+  }
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+}  // namespace surge::test

@@ -1,0 +1,187 @@
+// libsurge used directly (no FUSE): striping at every boundary, holes, the
+// exact short read at end of file, a writer's own data visible past the MDS
+// size before it is reported, the zero-copy registered buffers, layouts, and
+// the C API.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "common/crc32c.h"
+#include "surge/surge.h"
+#include "tests/client/local_cluster.h"
+
+namespace surge::test {
+namespace {
+
+constexpr uint32_t kStripe = 64 * 1024;
+
+class Native : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ClusterConfig cfg;
+    cfg.stripe_size = kStripe;
+    cfg.stripe_count = 3;
+    auto c = LocalCluster::Start(cfg);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = c->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(cluster_, nullptr);
+    auto c = cluster_->connect();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(*c);
+  }
+  static LocalCluster* cluster_;
+  std::unique_ptr<Client> client_;
+};
+LocalCluster* Native::cluster_ = nullptr;
+
+TEST_F(Native, LayoutComesFromTheDirectoryDefault) {
+  auto f = client_->open("/layout", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto l = client_->get_layout((*f)->ino(), Caller{});
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->stripe_size, kStripe);
+  EXPECT_EQ(l->stripe_count, 3u);
+  EXPECT_EQ(l->targets.size(), 3u);
+  EXPECT_TRUE(client_->close(*f).ok());
+}
+
+TEST_F(Native, EveryBoundaryRoundTrips) {
+  const uint64_t S = kStripe, R = 3 * S;
+  for (uint64_t off : {uint64_t{0}, uint64_t{1}, S - 1, S, R - 1, R + 5}) {
+    for (uint64_t len : {uint64_t{1}, S - 1, S, S + 1, R, R + 1, 2 * R + 3, uint64_t{3} << 20}) {
+      std::string name = "/b_" + std::to_string(off) + "_" + std::to_string(len);
+      auto f = client_->open(name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+      ASSERT_TRUE(f.ok()) << f.status().ToString();
+      std::string data = random_bytes(len, off * 31 + len);
+      auto w = client_->pwrite(**f, data.data(), len, off);
+      ASSERT_TRUE(w.ok()) << name << ": " << w.status().ToString();
+      std::string back(len + 100, 'Z');
+      auto r = client_->pread(**f, back.data(), back.size(), off);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(*r, len) << name << ": short read must stop exactly at end of file";
+      EXPECT_EQ(crc32c(back.data(), len), crc32c(data.data(), len)) << name;
+      // The head before off is a hole.
+      if (off > 0) {
+        std::string head(off, 'Z');
+        ASSERT_EQ(*client_->pread(**f, head.data(), off, 0), off);
+        EXPECT_EQ(head, std::string(off, '\0')) << name;
+      }
+      ASSERT_TRUE(client_->close(*f).ok());
+      auto st = client_->stat(name);
+      ASSERT_TRUE(st.ok());
+      EXPECT_EQ(st->size, off + len) << name << ": size reported on close";
+    }
+  }
+}
+
+TEST_F(Native, OwnWritesVisiblePastTheMdsSizeBeforeReport) {
+  auto f = client_->open("/own", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  std::string data = random_bytes(200000, 4);
+  ASSERT_TRUE(client_->pwrite(**f, data.data(), data.size(), 0).ok());
+  // Not flushed: this client still reads all of it.
+  std::string back(data.size(), '\0');
+  auto r = client_->pread(**f, back.data(), back.size(), 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, data.size());
+  EXPECT_TRUE(back == data);
+  ASSERT_TRUE(client_->flush(**f).ok());
+  // Another client sees the size after the flush.
+  auto other = cluster_->connect();
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->stat("/own")->size, data.size());
+  ASSERT_TRUE(client_->close(*f).ok());
+}
+
+TEST_F(Native, RegisteredBufferZeroCopyPath) {
+  auto buf = client_->register_buffer(1 << 20);
+  ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+  std::string data = random_bytes(1 << 20, 8);
+  memcpy((*buf)->data(), data.data(), data.size());
+  auto f = client_->open("/zc", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->pwrite(**f, (*buf)->data(), data.size(), 12345).ok());
+  memset((*buf)->data(), 0, data.size());
+  auto r = client_->pread(**f, (*buf)->data(), data.size(), 12345);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(memcmp((*buf)->data(), data.data(), data.size()), 0);
+  ASSERT_TRUE(client_->close(*f).ok());
+}
+
+TEST_F(Native, NamespaceThroughThePathApi) {
+  ASSERT_TRUE(client_->mkdir("/ns", 0755).ok());
+  ASSERT_TRUE(client_->mkdir("/ns/sub", 0755).ok());
+  EXPECT_EQ(client_->mkdir("/ns/sub", 0755).code(), Code::kAlreadyExists);
+  auto f = client_->open("/ns/sub/file", O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->close(*f).ok());
+  ASSERT_TRUE(client_->rename("/ns/sub/file", "/ns/renamed").ok());
+  ASSERT_TRUE(client_->link("/ns/renamed", "/ns/hard").ok());
+  ASSERT_TRUE(client_->symlink("renamed", "/ns/soft").ok());
+  auto list = client_->list("/ns");
+  ASSERT_TRUE(list.ok());
+  std::vector<std::string> names;
+  for (auto& e : *list) names.push_back(e.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"hard", "renamed", "soft", "sub"}));
+  EXPECT_EQ(client_->stat("/ns/hard")->nlink, 2u);
+  ASSERT_TRUE(client_->truncate("/ns/renamed", 1000).ok());
+  EXPECT_EQ(client_->stat("/ns/hard")->size, 1000u);
+  EXPECT_EQ(client_->rmdir("/ns").code(), Code::kNotEmpty);
+  EXPECT_EQ(client_->stat("/ns/missing").status().code(), Code::kNotFound);
+  auto fs = client_->statfs();
+  ASSERT_TRUE(fs.ok());
+  EXPECT_GT(fs->total_bytes, 0u);
+}
+
+TEST_F(Native, CApi) {
+  surge_options_t o{};
+  std::string addr = cluster_->mds_address();
+  o.mds_address = addr.c_str();
+  o.cluster_key_file = cluster_->key_file().c_str();
+  surge_t* fs = nullptr;
+  ASSERT_EQ(surge_connect(&o, &fs), 0);
+  ASSERT_EQ(surge_mkdir(fs, "/capi", 0755), 0);
+  EXPECT_EQ(surge_mkdir(fs, "/capi", 0755), -EEXIST);
+  surge_file_t* f = nullptr;
+  ASSERT_EQ(surge_open(fs, "/capi/f", O_RDWR | O_CREAT, 0644, &f), 0);
+  std::string data = random_bytes(300000, 12);
+  EXPECT_EQ(surge_pwrite(fs, f, data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+  EXPECT_EQ(surge_fsync(fs, f), 0);
+  std::string back(data.size() + 10, '\0');
+  EXPECT_EQ(surge_pread(fs, f, back.data(), back.size(), 0), static_cast<ssize_t>(data.size()));
+  EXPECT_EQ(memcmp(back.data(), data.data(), data.size()), 0);
+  EXPECT_EQ(surge_close(fs, f), 0);
+  struct stat st;
+  ASSERT_EQ(surge_stat(fs, "/capi/f", &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(surge_stat(fs, "/capi/nope", &st), -ENOENT);
+  EXPECT_EQ(surge_setxattr(fs, "/capi/f", "user.k", "v", 1, 0), 0);
+  char v[8];
+  EXPECT_EQ(surge_getxattr(fs, "/capi/f", "user.k", v, sizeof(v)), 1);
+  int count = 0;
+  EXPECT_EQ(surge_readdir(
+                fs, "/capi",
+                [](const char*, const struct stat*, void* arg) {
+                  ++*static_cast<int*>(arg);
+                  return 0;
+                },
+                &count),
+            0);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(surge_unlink(fs, "/capi/f"), 0);
+  EXPECT_EQ(surge_rmdir(fs, "/capi"), 0);
+  surge_disconnect(fs);
+}
+
+}  // namespace
+}  // namespace surge::test

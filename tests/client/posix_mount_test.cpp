@@ -1,0 +1,520 @@
+// POSIX behaviour through a real FUSE mount of a real cluster (1 MDS, 3 ODS
+// on 127.0.0.1), with a 64 KiB stripe over 3 targets so that ordinary file
+// sizes cross many stripe and object boundaries. One cluster and one mount
+// serve the whole suite; each test works in its own directory.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "common/crc32c.h"
+#include "tests/client/local_cluster.h"
+
+namespace surge::test {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint32_t kStripe = 64 * 1024;
+
+class PosixMount : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ClusterConfig cfg;
+    cfg.stripe_size = kStripe;
+    cfg.stripe_count = 3;
+    auto c = LocalCluster::Start(cfg);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = c->release();
+    auto m = cluster_->mount("mnt");
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    mnt_ = *m;
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(cluster_, nullptr) << "cluster did not start";
+    dir_ = mnt_ + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_ << ": " << strerror(errno);
+  }
+
+  static LocalCluster* cluster_;
+  static std::string mnt_;
+  std::string dir_;
+};
+LocalCluster* PosixMount::cluster_ = nullptr;
+std::string PosixMount::mnt_;
+
+TEST_F(PosixMount, FilesAroundEveryBoundaryReadBackExactly) {
+  const uint64_t S = kStripe, R = 3 * kStripe;
+  std::vector<uint64_t> sizes = {0,     1,     4095,  4096,       4097,      S - 1,
+                                 S,     S + 1, 2 * S, R - 1,      R,         R + 1,
+                                 2 * R + 4097, (1 << 20) - 1, 1 << 20, (1 << 20) + 1,
+                                 (3 << 20) + 5};
+  for (uint64_t n : sizes) {
+    std::string path = dir_ + "/f" + std::to_string(n);
+    std::string data = random_bytes(n, n);
+    ASSERT_TRUE(write_file(path, data).ok()) << path;
+    struct stat st;
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), n) << path;
+    auto back = read_file(path);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_EQ(back->size(), n) << path;
+    EXPECT_EQ(crc32c(back->data(), n), crc32c(data.data(), n)) << path;
+    EXPECT_TRUE(*back == data) << path;
+  }
+}
+
+TEST_F(PosixMount, UnalignedWritesAndReadsAcrossStripes) {
+  std::string path = dir_ + "/u";
+  std::string data = random_bytes(5 * kStripe + 333, 7);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  // Odd-sized chunks at odd offsets, written out of order.
+  size_t chunk = 10007;
+  for (size_t off = 0; off < data.size(); off += 2 * chunk) {
+    size_t n = std::min(chunk, data.size() - off);
+    ASSERT_EQ(pwrite(fd, data.data() + off, n, static_cast<off_t>(off)), static_cast<ssize_t>(n));
+  }
+  for (size_t off = chunk; off < data.size(); off += 2 * chunk) {
+    size_t n = std::min(chunk, data.size() - off);
+    ASSERT_EQ(pwrite(fd, data.data() + off, n, static_cast<off_t>(off)), static_cast<ssize_t>(n));
+  }
+  std::string buf(kStripe + 17, '\0');
+  for (size_t off = 5; off < data.size(); off += buf.size()) {
+    ssize_t n = pread(fd, buf.data(), buf.size(), static_cast<off_t>(off));
+    ASSERT_EQ(n, static_cast<ssize_t>(std::min(buf.size(), data.size() - off)));
+    ASSERT_EQ(0, memcmp(buf.data(), data.data() + off, static_cast<size_t>(n))) << off;
+  }
+  EXPECT_EQ(pread(fd, buf.data(), buf.size(), static_cast<off_t>(data.size())), 0);
+  close(fd);
+}
+
+TEST_F(PosixMount, SparseFileHolesReadAsZeros) {
+  std::string path = dir_ + "/sparse";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  const off_t far = 7 * kStripe + 123;
+  ASSERT_EQ(pwrite(fd, "xyz", 3, far), 3);
+  ASSERT_EQ(pwrite(fd, "a", 1, 10), 1);
+  close(fd);
+  auto back = read_file(path);
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->size(), static_cast<size_t>(far + 3));
+  std::string expect(static_cast<size_t>(far + 3), '\0');
+  expect[10] = 'a';
+  memcpy(&expect[static_cast<size_t>(far)], "xyz", 3);
+  EXPECT_TRUE(*back == expect);
+}
+
+TEST_F(PosixMount, TruncateDownAndUp) {
+  std::string path = dir_ + "/t";
+  std::string data = random_bytes(3 * kStripe + 100, 3);
+  ASSERT_TRUE(write_file(path, data).ok());
+  ASSERT_EQ(::truncate(path.c_str(), kStripe + 10), 0);
+  auto a = read_file(path);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(*a == data.substr(0, kStripe + 10));
+  ASSERT_EQ(::truncate(path.c_str(), 4 * kStripe), 0);
+  auto b = read_file(path);
+  ASSERT_TRUE(b.ok());
+  std::string expect = data.substr(0, kStripe + 10);
+  expect.resize(4 * kStripe, '\0');  // the cut bytes must not come back
+  EXPECT_TRUE(*b == expect);
+  // O_TRUNC on open empties it.
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+}
+
+TEST_F(PosixMount, AppendAddsAtTheEnd) {
+  std::string path = dir_ + "/log";
+  std::string expect;
+  for (int i = 0; i < 20; ++i) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ASSERT_GE(fd, 0);
+    std::string line = "line " + std::to_string(i) + " " + random_bytes(i * 1000, i);
+    ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    expect += line;
+    close(fd);
+  }
+  auto back = read_file(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(*back == expect);
+}
+
+TEST_F(PosixMount, ExclusiveCreateFailsOnExistingName) {
+  std::string path = dir_ + "/x";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_EQ(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644), -1);
+  EXPECT_EQ(errno, EEXIST);
+}
+
+TEST_F(PosixMount, ManyFiles) {
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(write_file(dir_ + "/m" + std::to_string(i), "content " + std::to_string(i)).ok());
+  }
+  for (int i = 0; i < 300; ++i) {
+    auto b = read_file(dir_ + "/m" + std::to_string(i));
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(*b, "content " + std::to_string(i));
+  }
+}
+
+TEST_F(PosixMount, DirectoryOfTenThousandEntriesListsCompletely) {
+  // Created through libsurge (4 threads) to keep the test fast; listed
+  // through the mount, which is what is under test.
+  auto c = cluster_->connect();
+  ASSERT_TRUE(c.ok());
+  auto d = (*c)->stat(dir_.substr(mnt_.size()));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  constexpr int kN = 10000;
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = t; i < kN; i += 4) {
+        auto a = (*c)->mknod(d->ino, "e" + std::to_string(i), S_IFREG | 0644, 0, Caller{});
+        if (!a.ok()) failures++;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  DIR* dp = opendir(dir_.c_str());
+  ASSERT_NE(dp, nullptr);
+  std::set<std::string> names;
+  int dots = 0;
+  while (dirent* e = readdir(dp)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") {
+      dots++;
+      continue;
+    }
+    EXPECT_TRUE(names.insert(n).second) << "listed twice: " << n;
+  }
+  closedir(dp);
+  EXPECT_EQ(dots, 2);
+  ASSERT_EQ(names.size(), static_cast<size_t>(kN));
+  for (int i = 0; i < kN; ++i) EXPECT_TRUE(names.count("e" + std::to_string(i))) << i;
+  std::string out;
+  ASSERT_EQ(sh("rm -rf " + dir_ + " 2>&1", &out), 0) << out;
+}
+
+TEST_F(PosixMount, ConcurrentWritersToDisjointRanges) {
+  std::string path = dir_ + "/shared";
+  constexpr int kWriters = 4;
+  const size_t kRange = (1 << 20) + 37;  // not stripe aligned on purpose
+  std::vector<std::string> parts;
+  for (int i = 0; i < kWriters; ++i) parts.push_back(random_bytes(kRange, 100 + i));
+  int fd0 = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd0, 0);
+  close(fd0);
+  std::vector<std::thread> ts;
+  std::atomic<int> errors{0};
+  for (int i = 0; i < kWriters; ++i) {
+    ts.emplace_back([&, i] {
+      int fd = ::open(path.c_str(), O_WRONLY);
+      if (fd < 0) {
+        errors++;
+        return;
+      }
+      for (size_t off = 0; off < kRange; off += 100000) {
+        size_t n = std::min<size_t>(100000, kRange - off);
+        if (pwrite(fd, parts[i].data() + off, n, static_cast<off_t>(i * kRange + off)) !=
+            static_cast<ssize_t>(n)) {
+          errors++;
+        }
+      }
+      if (close(fd) != 0) errors++;
+    });
+  }
+  for (auto& t : ts) t.join();
+  ASSERT_EQ(errors.load(), 0);
+  auto back = read_file(path);
+  ASSERT_TRUE(back.ok());
+  std::string expect;
+  for (auto& p : parts) expect += p;
+  ASSERT_EQ(back->size(), expect.size());
+  EXPECT_TRUE(*back == expect);
+}
+
+TEST_F(PosixMount, RenameCases) {
+  std::string a = dir_ + "/a", b = dir_ + "/b", d1 = dir_ + "/d1", d2 = dir_ + "/d2";
+  ASSERT_TRUE(write_file(a, "AAA").ok());
+  ASSERT_TRUE(write_file(b, "BBB").ok());
+  // file over file
+  ASSERT_EQ(::rename(a.c_str(), b.c_str()), 0);
+  EXPECT_EQ(*read_file(b), "AAA");
+  EXPECT_NE(::access(a.c_str(), F_OK), 0);
+  // across directories
+  ASSERT_EQ(::mkdir(d1.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(d2.c_str(), 0755), 0);
+  ASSERT_EQ(::rename(b.c_str(), (d1 + "/moved").c_str()), 0);
+  EXPECT_EQ(*read_file(d1 + "/moved"), "AAA");
+  // dir over non-empty dir
+  ASSERT_TRUE(write_file(d2 + "/x", "x").ok());
+  EXPECT_EQ(::rename(d1.c_str(), d2.c_str()), -1);
+  EXPECT_TRUE(errno == ENOTEMPTY || errno == EEXIST) << strerror(errno);
+  // dir into its own subtree
+  ASSERT_EQ(::mkdir((d1 + "/sub").c_str(), 0755), 0);
+  EXPECT_EQ(::rename(d1.c_str(), (d1 + "/sub/d1").c_str()), -1);
+  EXPECT_EQ(errno, EINVAL);
+  // noreplace and exchange
+  ASSERT_TRUE(write_file(a, "new a").ok());
+  EXPECT_EQ(renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, (d1 + "/moved").c_str(), RENAME_NOREPLACE),
+            -1);
+  EXPECT_EQ(errno, EEXIST);
+  ASSERT_EQ(renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, (d1 + "/moved").c_str(), RENAME_EXCHANGE),
+            0);
+  EXPECT_EQ(*read_file(a), "AAA");
+  EXPECT_EQ(*read_file(d1 + "/moved"), "new a");
+  // dir over empty dir
+  ASSERT_EQ(::mkdir((dir_ + "/empty").c_str(), 0755), 0);
+  ASSERT_EQ(::rename(d1.c_str(), (dir_ + "/empty").c_str()), 0);
+  EXPECT_EQ(*read_file(dir_ + "/empty/moved"), "new a");
+}
+
+TEST_F(PosixMount, HardLinksShareDataAndCountLinks) {
+  std::string a = dir_ + "/orig", b = dir_ + "/link";
+  ASSERT_TRUE(write_file(a, "shared bytes").ok());
+  ASSERT_EQ(::link(a.c_str(), b.c_str()), 0);
+  struct stat sa, sb;
+  ASSERT_EQ(::stat(a.c_str(), &sa), 0);
+  ASSERT_EQ(::stat(b.c_str(), &sb), 0);
+  EXPECT_EQ(sa.st_ino, sb.st_ino);
+  EXPECT_EQ(sb.st_nlink, 2u);
+  ASSERT_EQ(::unlink(a.c_str()), 0);
+  ASSERT_EQ(::stat(b.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_nlink, 1u);
+  EXPECT_EQ(*read_file(b), "shared bytes");
+}
+
+TEST_F(PosixMount, Symlinks) {
+  std::string t = dir_ + "/target", l = dir_ + "/sl";
+  ASSERT_TRUE(write_file(t, "through the link").ok());
+  ASSERT_EQ(::symlink("target", l.c_str()), 0);
+  char buf[256];
+  ssize_t n = ::readlink(l.c_str(), buf, sizeof(buf));
+  ASSERT_EQ(n, 6);
+  EXPECT_EQ(std::string(buf, 6), "target");
+  struct stat st;
+  ASSERT_EQ(::lstat(l.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(*read_file(l), "through the link");
+  ASSERT_EQ(::symlink("/nonexistent/x", (dir_ + "/dangling").c_str()), 0);
+  EXPECT_EQ(::open((dir_ + "/dangling").c_str(), O_RDONLY), -1);
+  EXPECT_EQ(errno, ENOENT);
+}
+
+TEST_F(PosixMount, UnlinkWhileOpenKeepsDataUntilCloseThenReclaims) {
+  std::string path = dir_ + "/ghost";
+  std::string data = random_bytes(4 * kStripe, 9);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  ASSERT_EQ(fsync(fd), 0);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  std::string object_name = std::to_string(st.st_ino) + ".dat";
+  auto count_objects = [&] {
+    std::string out;
+    sh("find " + cluster_->dir() + "/ods0 " + cluster_->dir() + "/ods1 " + cluster_->dir() +
+           "/ods2 -name " + object_name + " | wc -l",
+       &out);
+    return std::atoi(out.c_str());
+  };
+  ASSERT_EQ(count_objects(), 3) << "expected one object per target named " << object_name;
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);
+  std::string back(data.size(), '\0');
+  ASSERT_EQ(pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(data.size()));
+  EXPECT_TRUE(back == data);
+  ASSERT_EQ(close(fd), 0);
+  // The orphan collector removes the objects once nobody holds the file.
+  int left = -1;
+  for (int i = 0; i < 300 && left != 0; ++i) {
+    left = count_objects();
+    if (left != 0) usleep(100000);
+  }
+  EXPECT_EQ(left, 0) << "objects of unlinked inode " << st.st_ino << " not reclaimed in 30 s";
+}
+
+TEST_F(PosixMount, PermissionsForNonRootUser) {
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  ASSERT_TRUE(write_file(dir_ + "/secret", "s").ok());
+  ASSERT_EQ(::chmod((dir_ + "/secret").c_str(), 0600), 0);
+  ASSERT_TRUE(write_file(dir_ + "/public", "p").ok());
+  ASSERT_EQ(::chmod((dir_ + "/public").c_str(), 0644), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/open").c_str(), 0777), 0);
+  ASSERT_EQ(::chmod((dir_ + "/open").c_str(), 0777), 0);
+  struct passwd* nobody = getpwnam("nobody");
+  ASSERT_NE(nobody, nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(nobody->pw_gid) != 0 ||
+        setuid(nobody->pw_uid) != 0) {
+      _exit(100);
+    }
+    int bad = 0;
+    if (::open((dir_ + "/secret").c_str(), O_RDONLY) != -1 || errno != EACCES) bad |= 1;
+    int fd = ::open((dir_ + "/public").c_str(), O_RDONLY);
+    if (fd < 0) bad |= 2;
+    if (::open((dir_ + "/public").c_str(), O_WRONLY) != -1 || errno != EACCES) bad |= 4;
+    if (::open((dir_ + "/new").c_str(), O_WRONLY | O_CREAT, 0644) != -1 || errno != EACCES) {
+      bad |= 8;
+    }
+    fd = ::open((dir_ + "/open/mine").c_str(), O_WRONLY | O_CREAT, 0644);
+    if (fd < 0) bad |= 16;
+    if (::chmod((dir_ + "/public").c_str(), 0777) != -1 || errno != EPERM) bad |= 32;
+    _exit(bad);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "failed checks bitmask (1 secret readable, 2 public unreadable,"
+                                   " 4 public writable, 8 create in 0755 dir, 16 create in 0777"
+                                   " dir failed, 32 chmod of others' file)";
+  struct stat sb;
+  ASSERT_EQ(::stat((dir_ + "/open/mine").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, nobody->pw_uid);
+}
+
+TEST_F(PosixMount, Xattrs) {
+  std::string p = dir_ + "/x";
+  ASSERT_TRUE(write_file(p, "x").ok());
+  ASSERT_EQ(setxattr(p.c_str(), "user.color", "blue", 4, 0), 0);
+  char buf[64];
+  ASSERT_EQ(getxattr(p.c_str(), "user.color", buf, sizeof(buf)), 4);
+  EXPECT_EQ(std::string(buf, 4), "blue");
+  EXPECT_EQ(getxattr(p.c_str(), "user.color", nullptr, 0), 4);
+  EXPECT_EQ(setxattr(p.c_str(), "user.color", "red", 3, XATTR_CREATE), -1);
+  EXPECT_EQ(errno, EEXIST);
+  EXPECT_EQ(setxattr(p.c_str(), "user.none", "red", 3, XATTR_REPLACE), -1);
+  EXPECT_EQ(errno, ENODATA);
+  ASSERT_EQ(setxattr(p.c_str(), "user.size", "1", 1, 0), 0);
+  ssize_t n = listxattr(p.c_str(), buf, sizeof(buf));
+  ASSERT_GT(n, 0);
+  std::set<std::string> names;
+  for (ssize_t i = 0; i < n; i += static_cast<ssize_t>(strlen(buf + i)) + 1) names.insert(buf + i);
+  EXPECT_EQ(names, (std::set<std::string>{"user.color", "user.size"}));
+  ASSERT_EQ(removexattr(p.c_str(), "user.color"), 0);
+  EXPECT_EQ(getxattr(p.c_str(), "user.color", buf, sizeof(buf)), -1);
+  EXPECT_EQ(errno, ENODATA);
+}
+
+TEST_F(PosixMount, DeepTreeMkdirPAndRmRf) {
+  std::string deep = dir_;
+  for (int i = 0; i < 40; ++i) deep += "/level" + std::to_string(i);
+  std::string out;
+  ASSERT_EQ(sh("mkdir -p " + deep + " 2>&1", &out), 0) << out;
+  ASSERT_TRUE(write_file(deep + "/leaf", "leaf").ok());
+  EXPECT_EQ(*read_file(deep + "/leaf"), "leaf");
+  ASSERT_EQ(sh("rm -rf " + dir_ + "/level0 2>&1", &out), 0) << out;
+  EXPECT_NE(::access((dir_ + "/level0").c_str(), F_OK), 0);
+  EXPECT_EQ(::rmdir(dir_.c_str()), 0) << strerror(errno);
+}
+
+TEST_F(PosixMount, CpAndTarRoundTripOfASourceTree) {
+  const char* src = std::getenv("SURGE_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "SURGE_SOURCE_DIR not set";
+  std::string local = cluster_->dir() + "/tree";
+  std::string out;
+  // A real source tree with symlinks, modes and an empty dir.
+  ASSERT_EQ(sh("mkdir -p " + local + " && cp -a " + std::string(src) + "/common " +
+                   std::string(src) + "/client " + local + "/ && ln -s common/status.h " + local +
+                   "/link && mkdir " + local + "/emptydir && chmod 0750 " + local +
+                   "/emptydir 2>&1",
+               &out),
+            0)
+      << out;
+  ASSERT_EQ(sh("cp -a " + local + " " + dir_ + "/cp 2>&1", &out), 0) << out;
+  EXPECT_EQ(sh("diff -r --no-dereference " + local + " " + dir_ + "/cp 2>&1", &out), 0) << out;
+  ASSERT_EQ(sh("mkdir " + dir_ + "/tar && tar -C " + local + " -cf - . | tar -C " + dir_ +
+                   "/tar -xf - 2>&1",
+               &out),
+            0)
+      << out;
+  EXPECT_EQ(sh("diff -r --no-dereference " + local + " " + dir_ + "/tar 2>&1", &out), 0) << out;
+  std::string back = cluster_->dir() + "/back";
+  ASSERT_EQ(sh("mkdir " + back + " && tar -C " + dir_ + "/tar -cf - . | tar -C " + back +
+                   " -xf - 2>&1",
+               &out),
+            0)
+      << out;
+  EXPECT_EQ(sh("diff -r --no-dereference " + local + " " + back + " 2>&1", &out), 0) << out;
+  // Modes survive too.
+  EXPECT_EQ(sh("test \"$(stat -c %a " + dir_ + "/cp/emptydir)\" = 750"), 0);
+}
+
+TEST_F(PosixMount, DdAndCmp) {
+  std::string local = cluster_->dir() + "/dd.bin";
+  std::string out;
+  ASSERT_EQ(sh("dd if=/dev/urandom of=" + local + " bs=1M count=9 status=none 2>&1", &out), 0)
+      << out;
+  ASSERT_EQ(sh("dd if=" + local + " of=" + dir_ + "/dd.bin bs=1M conv=fsync status=none 2>&1",
+               &out),
+            0)
+      << out;
+  EXPECT_EQ(sh("cmp " + local + " " + dir_ + "/dd.bin 2>&1", &out), 0) << out;
+}
+
+TEST_F(PosixMount, MmapThroughThePageCache) {
+  std::string path = dir_ + "/mapped";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  const size_t len = 2 * kStripe + 4096;
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(len)), 0);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  std::string data = random_bytes(len, 11);
+  memcpy(p, data.data(), len);
+  ASSERT_EQ(msync(p, len, MS_SYNC), 0);
+  munmap(p, len);
+  close(fd);
+  auto back = read_file(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(*back == data);
+  // And reading through a mapping.
+  fd = ::open(path.c_str(), O_RDONLY);
+  p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_EQ(memcmp(p, data.data(), len), 0);
+  munmap(p, len);
+  close(fd);
+}
+
+TEST_F(PosixMount, StatfsAndFsync) {
+  struct statvfs v;
+  ASSERT_EQ(statvfs(mnt_.c_str(), &v), 0);
+  EXPECT_GT(v.f_blocks, 0u);
+  EXPECT_GT(v.f_bsize, 0u);
+  EXPECT_EQ(v.f_namemax, 255u);
+  int fd = ::open((dir_ + "/s").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "abc", 3), 3);
+  EXPECT_EQ(fsync(fd), 0);
+  EXPECT_EQ(fdatasync(fd), 0);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace surge::test

@@ -1,0 +1,49 @@
+// Close-to-open between two FUSE mounts of one file system on one machine:
+// what one mount writes and closes, the other reads after its open, with
+// the default cache timeouts.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/client/local_cluster.h"
+
+namespace surge::test {
+namespace {
+
+TEST(TwoMounts, CloseToOpen) {
+  ClusterConfig cfg;
+  cfg.stripe_size = 64 * 1024;
+  cfg.stripe_count = 3;
+  auto c = LocalCluster::Start(cfg);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto a = (*c)->mount("a");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = (*c)->mount("b");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+
+  // B looks first, so it has the (empty) file in its caches.
+  ASSERT_TRUE(write_file(*a + "/f", "v1").ok());
+  EXPECT_EQ(*read_file(*b + "/f"), "v1");
+  for (int round = 2; round <= 6; ++round) {
+    // A rewrites it bigger each time and closes; B opens and must see it all.
+    std::string data = random_bytes(static_cast<size_t>(round) * 100000 + 3, round);
+    ASSERT_TRUE(write_file(*a + "/f", data).ok());
+    auto back = read_file(*b + "/f");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_EQ(back->size(), data.size()) << "round " << round;
+    EXPECT_TRUE(*back == data) << "round " << round;
+  }
+  // Shrinking is seen as well.
+  ASSERT_TRUE(write_file(*a + "/f", "short").ok());
+  EXPECT_EQ(*read_file(*b + "/f"), "short");
+  // A new name created in A opens in B.
+  ASSERT_TRUE(write_file(*a + "/new", "hello").ok());
+  EXPECT_EQ(*read_file(*b + "/new"), "hello");
+  // And writes from B come back to A.
+  ASSERT_TRUE(write_file(*b + "/fromb", "from b").ok());
+  EXPECT_EQ(*read_file(*a + "/fromb"), "from b");
+}
+
+}  // namespace
+}  // namespace surge::test
