@@ -581,17 +581,20 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
     shutdown(Status::ProtocolError("rdma: unknown message type from " + peer_));
     return;
   }
-  frag_slots_.push_back(slot);
   bool more = (flags & kFlagMore) != 0;
   if (more || !frag_data_.empty()) {
     if (frag_data_.size() + len > kMaxMessage) {
-      frag_slots_.clear();
       frag_data_.clear();
       shutdown(Status::ProtocolError("rdma: message from " + peer_ + " exceeds " +
                                      std::to_string(kMaxMessage) + " bytes"));
       return;
     }
+    // A fragment is copied out, so its buffer goes back at once: a message
+    // larger than all receive buffers together must still get through.
     frag_data_.append(reinterpret_cast<const char*>(p + kMsgHeaderSize), len);
+    repost({slot}, true);
+  } else {
+    frag_slots_.push_back(slot);
   }
   if (more) return;
   RdmaMessage m;
@@ -611,7 +614,10 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
     now = state_;
   }
   if (now == State::kHandshake) {
-    handle_handshake(m.bytes());
+    // Give the buffer back first so the reply already returns its credit.
+    std::string frame(reinterpret_cast<const char*>(m.bytes().data()), m.bytes().size());
+    m.release();
+    handle_handshake({reinterpret_cast<const std::byte*>(frame.data()), frame.size()});
     return;
   }
   if (now == State::kReady && cbs_.on_message) cbs_.on_message(std::move(m));

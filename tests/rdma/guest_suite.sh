@@ -1,0 +1,34 @@
+#!/bin/bash
+# guest_suite.sh BUILD_DIR: runs every RDMA test binary, inside the
+# Soft-RoCE VM (vm_run.sh starts it there), one after another, and fails if
+# any fails or is missing. Keeping them in one boot keeps `ctest -L rdma`
+# to one ~20 s boot plus the tests.
+#
+#  * tests/rdma/rdma_transport_test: the RDMA transport's own cases.
+#  * the net layer's transport conformance tests (tests/net/), over RDMA:
+#    SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1, when built.
+set -u
+BUILD=${1:?usage: guest_suite.sh BUILD_DIR}
+export SURGE_BUILD_DIR=$BUILD
+export SURGE_RDMA_HOST=10.99.0.1
+failed=()
+run() {
+  local name=$1; shift
+  echo "=== guest_suite: $name"
+  if "$@"; then echo "=== guest_suite: $name PASSED"; else
+    echo "=== guest_suite: $name FAILED (exit $?)"; failed+=("$name"); fi
+}
+if [ ! -x "$BUILD/tests/rdma/rdma_transport_test" ]; then
+  echo "guest_suite: $BUILD/tests/rdma/rdma_transport_test is not built" >&2
+  exit 1
+fi
+run rdma_transport_test "$BUILD/tests/rdma/rdma_transport_test" --gtest_brief=1
+for t in ${SURGE_RDMA_CONFORMANCE_TESTS:-}; do
+  if [ ! -x "$BUILD/$t" ]; then echo "guest_suite: $BUILD/$t is not built"; failed+=("$t"); continue; fi
+  run "$t (over rdma)" env SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1 "$BUILD/$t" --gtest_brief=1
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "guest_suite: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "guest_suite: all passed"
