@@ -23,6 +23,6 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 bash scripts/install-deps.sh
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSURGE_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target surge-mds surge-ods surge-fuse surgectl surge-bench
 exec tools/surge-local-cluster start --build "$BUILD" "$@"
