@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include "tests/ods/ods_fixture.h"
@@ -111,6 +112,49 @@ TEST_F(OdsServiceTest, ConcurrentClientsOnManyObjects) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// More large writes at once than the pool holds (16 x 1 MiB; each 8 MiB
+// write needs 8): they queue for buffers and all complete, and the
+// daemon's memory stays near the pool's size rather than the offered load.
+TEST_F(OdsServiceTest, LoadBeyondThePoolWaitsAndCompletesWithBoundedMemory) {
+  constexpr int kClients = 8, kWrites = 3;
+  constexpr size_t kSize = 8 << 20;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::string key = key_of(key_file_);
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      OdsClient cl(address_, key);
+      auto d = pattern(kSize, static_cast<uint32_t>(c + 1));
+      for (int i = 0; i < kWrites; ++i) {
+        auto w = cl.write(2000 + static_cast<uint64_t>(c), static_cast<uint64_t>(i) * kSize, d);
+        if (!w.ok()) {
+          ADD_FAILURE() << w.status().ToString();
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (int c = 0; c < kClients; ++c) {
+    auto d = pattern(kSize, static_cast<uint32_t>(c + 1));
+    auto r = client_->read(2000 + static_cast<uint64_t>(c), (kWrites - 1) * kSize, kSize);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(*r, d);
+  }
+  // 8 clients x 8 MiB offered; the server held at most its pool (16 MiB +
+  // 4 MiB + 2 MiB) plus code and heap. The peak resident size says so.
+  std::ifstream status("/proc/" + std::to_string(ods_.pid()) + "/status");
+  std::string line;
+  uint64_t hwm_kb = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) hwm_kb = std::stoull(line.substr(6));
+  }
+  ASSERT_GT(hwm_kb, 0u);
+  EXPECT_LT(hwm_kb, 50u * 1024) << "surge-ods peak RSS " << hwm_kb << " KiB";
+  RecordProperty("surge_ods_peak_rss_kib", std::to_string(hwm_kb));
 }
 
 TEST_F(OdsServiceTest, TruncateStatRemoveSyncAndStatFs) {
