@@ -1,0 +1,99 @@
+#!/bin/bash
+# The client benchmark, in one run on loopback: a local cluster (1 MDS,
+# 3 data servers with their object stores on tmpfs, so the software and not
+# this machine's disk is measured), then
+#   * iperf3 over loopback, 1 and 2 streams: the network ceiling;
+#   * libsurge directly (surge-bench --api native), sequential 1 MiB writes
+#     then reads, 1 and 2 jobs (file per job);
+#   * fio through the FUSE mount, the same pattern, reads after a remount
+#     (the page cache holds nothing of the files);
+# and prints MiB/s and the ratios native/iperf3 and mount/native.
+#   SIZE=2g bash tests/client/bench.sh [BUILD_DIR]
+# Needs root (tmpfs, FUSE), fio and iperf3 (scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=$(readlink -f "${1:-${SURGE_BUILD_DIR:-build}}")
+SIZE=${SIZE:-2g}          # bytes moved per phase (split over the jobs)
+PORT=${PORT:-7300}
+DIR=$(mktemp -d /var/tmp/surge-bench.XXXXXX)
+CLUSTER="tools/surge-local-cluster"
+MNT=$DIR/mnt
+KEY=$DIR/cluster.key
+MDS=tcp://127.0.0.1:$PORT
+
+for t in fio iperf3; do command -v $t >/dev/null || { echo "bench: $t missing" >&2; exit 1; }; done
+iperf_pid=""
+cleanup() {
+  [ -n "$iperf_pid" ] && kill "$iperf_pid" 2>/dev/null || true
+  "$CLUSTER" stop --dir "$DIR" >/dev/null 2>&1 || true
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+bytes() {  # 2g -> bytes
+  local v=${1%[kKmMgG]} u=${1: -1}
+  case $u in k|K) echo $((v << 10)) ;; m|M) echo $((v << 20)) ;; g|G) echo $((v << 30)) ;; *) echo "$1" ;; esac
+}
+total=$(bytes "$SIZE")
+
+"$CLUSTER" start --dir "$DIR" --build "$BUILD" --port "$PORT" --tmpfs 12g >/dev/null
+echo "cluster up in $DIR (object stores on tmpfs); moving $SIZE per phase"
+
+# -- iperf3: the ceiling ---------------------------------------------------
+iperf3 -s -p $((PORT + 50)) >/dev/null 2>&1 &
+iperf_pid=$!
+sleep 0.5
+iperf_mibs() {  # streams
+  iperf3 -c 127.0.0.1 -p $((PORT + 50)) -t 5 -P "$1" -f m 2>/dev/null |
+    awk '/receiver/ { v = $(NF-2) } END { printf "%.0f", v * 1e6 / 8 / 1048576 }'
+}
+declare -A R
+R[iperf,1]=$(iperf_mibs 1)
+R[iperf,2]=$(iperf_mibs 2)
+
+# -- libsurge directly ------------------------------------------------------
+native() {  # jobs
+  local per=$((total / $1))
+  "$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o /native -t 1m \
+    -b "$per" -n "$1" -F --no-progress --json
+}
+for j in 1 2; do
+  out=$(native $j)
+  R[nw,$j]=$(echo "$out" | sed -n 's/.*"phase":"write"[^}]*"mib_per_s":\([0-9.]*\).*/\1/p')
+  R[nr,$j]=$(echo "$out" | sed -n 's/.*"phase":"read"[^}]*"mib_per_s":\([0-9.]*\).*/\1/p')
+done
+
+# -- fio through the mount ---------------------------------------------------
+remount() {
+  umount "$MNT"
+  for _ in $(seq 1 100); do [ -f "$DIR/run/fuse.pid" ] || break; sleep 0.05; done
+  "$BUILD/client/fuse/surge-fuse" "$MDS" "$MNT" \
+    -o "key_file=$KEY,allow_other,log_file=$DIR/logs/fuse.log,pid_file=$DIR/run/fuse.pid"
+}
+fio_mibs() {  # rw jobs -> MiB/s
+  local per=$((total / $2)) field
+  [ "$1" = write ] && field=48 || field=7
+  fio --name=seq --directory="$MNT" --rw="$1" --bs=1m --size="$per" --numjobs="$2" \
+    --ioengine=psync --end_fsync=1 --group_reporting --output-format=terse --terse-version=3 |
+    awk -F';' -v f=$field '{ printf "%.0f", $f / 1024 }'
+}
+for j in 1 2; do
+  R[mw,$j]=$(fio_mibs write $j)
+  remount  # reads start with an empty page cache
+  R[mr,$j]=$(fio_mibs read $j)
+  rm -f "$MNT"/seq.*
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+echo
+printf "%-28s %10s %10s\n" "" "1 job" "2 jobs"
+printf "%-28s %10s %10s\n" "iperf3 loopback (MiB/s)" "${R[iperf,1]}" "${R[iperf,2]}"
+printf "%-28s %10s %10s\n" "libsurge write (MiB/s)" "${R[nw,1]}" "${R[nw,2]}"
+printf "%-28s %10s %10s\n" "libsurge read (MiB/s)" "${R[nr,1]}" "${R[nr,2]}"
+printf "%-28s %10s %10s\n" "mount fio write (MiB/s)" "${R[mw,1]}" "${R[mw,2]}"
+printf "%-28s %10s %10s\n" "mount fio read (MiB/s)" "${R[mr,1]}" "${R[mr,2]}"
+printf "%-28s %10s %10s\n" "libsurge write / iperf3" "$(ratio "${R[nw,1]}" "${R[iperf,1]}")" "$(ratio "${R[nw,2]}" "${R[iperf,2]}")"
+printf "%-28s %10s %10s\n" "libsurge read / iperf3" "$(ratio "${R[nr,1]}" "${R[iperf,1]}")" "$(ratio "${R[nr,2]}" "${R[iperf,2]}")"
+printf "%-28s %10s %10s\n" "mount write / libsurge" "$(ratio "${R[mw,1]}" "${R[nw,1]}")" "$(ratio "${R[mw,2]}" "${R[nw,2]}")"
+printf "%-28s %10s %10s\n" "mount read / libsurge" "$(ratio "${R[mr,1]}" "${R[nr,1]}")" "$(ratio "${R[mr,2]}" "${R[nr,2]}")"
+echo "(targets: libsurge >= 0.70 of iperf3; mount >= 0.60 of libsurge; read-ahead 4096 KiB)"
