@@ -1,7 +1,9 @@
 // RdmaDevice: PD, limits and memory registration per verbs device.
 #include "net/rdma/rdma_device.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -104,6 +106,29 @@ void RdmaDevice::unregister_slab(void* base, size_t len) {
     SLOG_ERROR("rdma: ibv_dereg_mr of {} bytes on {} failed", len, name_);
   }
   mrs_.erase(it);
+}
+
+RegisteredBuffer::~RegisteredBuffer() {
+  if (mr_ != nullptr) ibv_dereg_mr(mr_);
+  std::free(data_);
+}
+
+Result<std::unique_ptr<RegisteredBuffer>> RdmaDevice::allocate_registered(size_t len) {
+  size_t rounded = (std::max<size_t>(len, 1) + 4095) / 4096 * 4096;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, rounded));
+  if (p == nullptr) {
+    return Status::ResourceExhausted("rdma: cannot allocate a " + std::to_string(len) +
+                                     "-byte bounce buffer for " + name_);
+  }
+  ibv_mr* mr = ibv_reg_mr(pd_, p, rounded,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+  if (mr == nullptr) {
+    int err = errno;
+    std::free(p);
+    return Status::FromErrno(err, "rdma: ibv_reg_mr of a " + std::to_string(len) +
+                                      "-byte bounce buffer on " + name_);
+  }
+  return std::make_unique<RegisteredBuffer>(p, len, mr);
 }
 
 std::optional<MemoryKeys> RdmaDevice::find_keys(const void* p, size_t len) const {

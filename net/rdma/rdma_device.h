@@ -32,6 +32,26 @@ struct MemoryKeys {
   uint32_t rkey = 0;
 };
 
+// Memory allocated and registered for one use (a bounce buffer for a
+// region outside every registered pool); deregistered and freed on
+// destruction. Not for the hot path: pools are.
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer(std::byte* data, size_t len, ibv_mr* mr) : data_(data), len_(len), mr_(mr) {}
+  ~RegisteredBuffer();
+  RegisteredBuffer(const RegisteredBuffer&) = delete;
+  RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
+  std::byte* data() const { return data_; }
+  size_t size() const { return len_; }
+  uint32_t lkey() const { return mr_->lkey; }
+  uint32_t rkey() const { return mr_->rkey; }
+
+ private:
+  std::byte* data_;
+  size_t len_;
+  ibv_mr* mr_;
+};
+
 class RdmaDevice final : public MemoryRegistrar {
  public:
   // The device of a verbs context (from an rdma_cm id), shared.
@@ -52,6 +72,9 @@ class RdmaDevice final : public MemoryRegistrar {
   // Registers every slab of pool (once per device; counted).
   Status attach_pool(BufferPool& pool);
   void detach_pool(BufferPool& pool);
+
+  // A fresh registered buffer of len bytes (page aligned).
+  Result<std::unique_ptr<RegisteredBuffer>> allocate_registered(size_t len);
 
   // Keys of the registered region holding all of [p, p+len), if any.
   std::optional<MemoryKeys> find_keys(const void* p, size_t len) const;

@@ -102,21 +102,32 @@ class RdmaClientTransport final : public ClientTransport {
         d.addr = reinterpret_cast<uintptr_t>(r.addr);
         d.rkey = keys->rkey;
       } else {
-        if (pool_ == nullptr) {
-          return Status::InvalidArgument("rdma: bulk region " + std::to_string(i) + " for " +
-                                         peer_ +
-                                         " is not in registered memory and the channel has no "
-                                         "pool to bounce it through");
+        // Bounce: a pool buffer when one fits, else a buffer registered for
+        // this call. Never the caller's memory itself: the copy-out happens
+        // only while the caller still waits (see on_message).
+        Bounce b;
+        b.region = i;
+        b.push = r.access == BulkAccess::kServerPush;
+        if (pool_ != nullptr && r.length <= pool_->max_buffer_size()) {
+          auto pb = pool_->acquire(r.length, std::chrono::milliseconds(5000));
+          if (!pb.ok()) {
+            return pb.status().WithContext("rdma: bounce buffer for a " +
+                                           std::to_string(r.length) + "-byte bulk region to " +
+                                           peer_);
+          }
+          b.buf = std::move(*pb);
+          b.data = b.buf.data();
+          d.rkey = conn_->device()->find_keys(b.data, r.length)->rkey;
+        } else {
+          auto tb = conn_->device()->allocate_registered(r.length);
+          if (!tb.ok()) return tb.status().WithContext("bulk region for " + peer_);
+          b.tmp = std::move(*tb);
+          b.data = b.tmp->data();
+          d.rkey = b.tmp->rkey();
         }
-        auto b = pool_->acquire(r.length, std::chrono::milliseconds(5000));
-        if (!b.ok()) {
-          return b.status().WithContext("rdma: bounce buffer for a " + std::to_string(r.length) +
-                                        "-byte bulk region to " + peer_);
-        }
-        if (r.access == BulkAccess::kServerPull) std::memcpy(b->data(), r.addr, r.length);
-        d.addr = reinterpret_cast<uintptr_t>(b->data());
-        d.rkey = conn_->device()->find_keys(b->data(), r.length)->rkey;
-        bounces.push_back(Bounce{std::move(*b), i, r.access == BulkAccess::kServerPush});
+        if (!b.push) std::memcpy(b.data, r.addr, r.length);
+        d.addr = reinterpret_cast<uintptr_t>(b.data);
+        bounces.push_back(std::move(b));
       }
       descs.push_back(d);
     }
@@ -150,8 +161,10 @@ class RdmaClientTransport final : public ClientTransport {
  private:
   struct Bounce {
     PoolBuffer buf;
-    size_t region;
-    bool push;
+    std::unique_ptr<rdma::RegisteredBuffer> tmp;
+    std::byte* data = nullptr;
+    size_t region = 0;
+    bool push = false;
   };
 
   void on_message(RdmaMessage m) {
@@ -198,7 +211,7 @@ class RdmaClientTransport final : public ClientTransport {
           for (auto& b : bounces) {
             if (!b.push || b.region >= call->regions.size()) continue;
             const BulkRegion& r = call->regions[b.region];
-            std::memcpy(r.addr, b.buf.data(), r.length);
+            std::memcpy(r.addr, b.data, r.length);
           }
         }
       }
