@@ -1,0 +1,184 @@
+// Cluster map (registration, heartbeats, down marking, versions, layout
+// placement), client sessions, and the orphan collector against a fake
+// data-server client.
+#include <fcntl.h>
+
+#include <map>
+
+#include "tests/mds/mds_fixture.h"
+
+namespace surge::mds::testing {
+namespace {
+
+using ClusterTest = NamespaceTest;
+
+pb::RegisterTargetRequest reg(uint32_t id, const std::string& addr, uint64_t free = 10ull << 30) {
+  pb::RegisterTargetRequest r;
+  r.set_target_id(id);
+  r.set_address(addr);
+  r.set_capacity_bytes(20ull << 30);
+  r.set_free_bytes(free);
+  return r;
+}
+
+TEST_F(ClusterTest, NewTargetGetsFreshIdAndBumpsVersion) {
+  const uint64_t v = map_->version();
+  auto r = map_->register_target(reg(0, "tcp://127.0.0.1:7200"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->target_id(), 4u);
+  EXPECT_EQ(r->fs_id(), ns_->fs_id());
+  EXPECT_GT(map_->version(), v);
+}
+
+TEST_F(ClusterTest, TargetTableSurvivesRestart) {
+  auto r = map_->register_target(reg(0, "tcp://127.0.0.1:7200"));
+  ASSERT_TRUE(r.ok());
+  register_targets_ = false;
+  reopen();
+  EXPECT_TRUE(map_->known(r->target_id()));
+  auto again = map_->register_target(reg(0, "tcp://127.0.0.1:7201"));
+  EXPECT_GT(again->target_id(), r->target_id());  // ids are never reused
+}
+
+TEST_F(ClusterTest, ReRegistrationUpdatesAddress) {
+  ASSERT_TRUE(map_->register_target(reg(2, "tcp://127.0.0.1:9999")).ok());
+  EXPECT_EQ(*map_->live_address(2), "tcp://127.0.0.1:9999");
+}
+
+TEST_F(ClusterTest, HeartbeatFromUnknownTargetIsNotFound) {
+  pb::TargetHeartbeatRequest h;
+  h.set_target_id(77);
+  EXPECT_EQ(code_of(map_->heartbeat(h)), Code::kNotFound);
+}
+
+TEST_F(ClusterTest, SilentTargetGoesDownAndGetsNoLayouts) {
+  const uint64_t v = map_->version();
+  // Every target's last heartbeat is "now"; one hour later all are silent.
+  EXPECT_EQ(map_->mark_silent_down(ClusterMap::now_ms() + 3600 * 1000), 3);
+  EXPECT_GT(map_->version(), v);
+  EXPECT_FALSE(map_->live_address(1).has_value());
+  EXPECT_EQ(code_of(create(kRoot, "f")), Code::kNoSpace);
+  pb::TargetHeartbeatRequest h;
+  h.set_target_id(1);
+  h.set_address("tcp://127.0.0.1:7101");
+  ASSERT_TRUE(map_->heartbeat(h).ok());
+  auto f = create(kRoot, "f");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->layout().targets_size(), 1);
+  EXPECT_EQ(f->layout().targets(0), 1u);
+}
+
+TEST_F(ClusterTest, PlacementFollowsFreeSpace) {
+  ASSERT_TRUE(map_->register_target(reg(1, "tcp://127.0.0.1:7101", 30ull << 30)).ok());
+  ASSERT_TRUE(map_->register_target(reg(2, "tcp://127.0.0.1:7102", 10ull << 30)).ok());
+  ASSERT_TRUE(map_->register_target(reg(3, "tcp://127.0.0.1:7103", 10ull << 30)).ok());
+  std::map<uint32_t, int> first;
+  for (int i = 0; i < 500; ++i) {
+    auto l = map_->pick_layout(1 << 20, 1);
+    ASSERT_TRUE(l.ok());
+    ++first[l->targets(0)];
+  }
+  EXPECT_EQ(first[1], 300);
+  EXPECT_EQ(first[2], 100);
+  EXPECT_EQ(first[3], 100);
+}
+
+TEST_F(ClusterTest, SnapshotListsTargets) {
+  auto m = map_->snapshot();
+  EXPECT_EQ(m.targets_size(), 3);
+  EXPECT_EQ(m.fs_id(), ns_->fs_id());
+  EXPECT_EQ(m.version(), map_->version());
+}
+
+TEST_F(ClusterTest, SessionOpenCloseAndExpiry) {
+  const uint64_t s = sessions_->open_session("host:1");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  EXPECT_TRUE(sessions_->is_open(42));
+  sessions_->release_open(s, 42);
+  EXPECT_FALSE(sessions_->is_open(42));
+  ASSERT_TRUE(sessions_->add_open(s, 43).ok());
+  EXPECT_EQ(sessions_->expire(SessionTable::Clock::now() + std::chrono::hours(1)), 1);
+  EXPECT_FALSE(sessions_->is_open(43));
+  EXPECT_EQ(sessions_->heartbeat(s).code(), Code::kNotFound);
+}
+
+class OrphanTest : public NamespaceTest {
+ protected:
+  std::unique_ptr<OrphanCollector> collector() {
+    return std::make_unique<OrphanCollector>(ns_.get(), map_.get(), sessions_.get(), &objects_,
+                                             OrphanCollectorOptions{});
+  }
+};
+
+TEST_F(OrphanTest, UnlinkedFileObjectsRemovedThenInodeDeleted) {
+  auto f = create(kRoot, "f");
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  auto st = collector()->collect_once();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->collected, 1u);
+  for (uint32_t t : f->layout().targets()) EXPECT_TRUE(objects_.removed.count({t, f->ino()}));
+  EXPECT_EQ(code_of(getattr(f->ino())), Code::kNotFound);
+  EXPECT_TRUE(ns_->list_orphans(10)->empty());
+  expect_clean();
+}
+
+TEST_F(OrphanTest, OpenUnlinkedFileIsKeptUntilClosed) {
+  const uint64_t s = sessions_->open_session("host:1");
+  auto f = create(kRoot, "f", 0644, root_cred(), true, s, O_RDWR);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  auto c = collector();
+  EXPECT_EQ(c->collect_once()->still_open, 1u);
+  EXPECT_TRUE(getattr(f->ino()).ok());  // fstat on the open file still works
+  EXPECT_TRUE(objects_.removed.empty());
+  pb::CloseRequest cl;
+  cl.set_session_id(s);
+  cl.set_ino(f->ino());
+  ASSERT_TRUE(ns_->close(cl).ok());
+  EXPECT_EQ(c->collect_once()->collected, 1u);
+}
+
+TEST_F(OrphanTest, ExpiredSessionReleasesItsOpens) {
+  const uint64_t s = sessions_->open_session("host:1");
+  auto f = create(kRoot, "f", 0644, root_cred(), true, s, O_RDWR);
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  sessions_->expire(SessionTable::Clock::now() + std::chrono::hours(1));
+  EXPECT_EQ(collector()->collect_once()->collected, 1u);
+}
+
+TEST_F(OrphanTest, FailingTargetDefersCollection) {
+  auto f = create(kRoot, "f");
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  objects_.failing.insert(f->layout().targets(2));
+  auto c = collector();
+  EXPECT_EQ(c->collect_once()->deferred, 1u);
+  EXPECT_TRUE(getattr(f->ino()).ok());
+  objects_.failing.clear();
+  EXPECT_EQ(c->collect_once()->collected, 1u);
+  expect_clean();
+}
+
+TEST_F(OrphanTest, DownTargetDefersCollection) {
+  auto f = create(kRoot, "f");
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  map_->mark_silent_down(ClusterMap::now_ms() + 3600 * 1000);
+  EXPECT_EQ(collector()->collect_once()->deferred, 1u);
+}
+
+TEST_F(OrphanTest, OrphanListSurvivesRestart) {
+  auto f = create(kRoot, "f");
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  reopen();
+  EXPECT_EQ(*ns_->list_orphans(10), std::vector<uint64_t>{f->ino()});
+  EXPECT_EQ(collector()->collect_once()->collected, 1u);
+}
+
+TEST_F(OrphanTest, SymlinkOrphanNeedsNoDataServer) {
+  ASSERT_TRUE(symlink(kRoot, "s", "t").ok());
+  ASSERT_TRUE(unlink(kRoot, "s").ok());
+  EXPECT_EQ(collector()->collect_once()->collected, 1u);
+  EXPECT_TRUE(objects_.removed.empty());
+}
+
+}  // namespace
+}  // namespace surge::mds::testing

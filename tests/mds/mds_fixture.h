@@ -1,0 +1,279 @@
+// Test fixture for the namespace: a real RocksDB in a fresh temp dir, a
+// cluster map with three registered (fake-address) data servers, a session
+// table and FakeObjectTargets recording what the MDS asked of the data
+// servers. Helpers return Status/Result so each test states its one check.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mds/cluster/cluster_map.h"
+#include "mds/cluster/object_targets.h"
+#include "mds/cluster/orphan_collector.h"
+#include "mds/cluster/session_table.h"
+#include "mds/kv/rocksdb_kv_store.h"
+#include "mds/namespace/checker.h"
+#include "mds/namespace/namespace.h"
+#include "net/proto/mds_methods.h"
+
+namespace surge::mds::testing {
+
+namespace pb = ::surge::proto::mds;
+inline constexpr uint64_t kRoot = pb::kRootIno;
+
+class FakeObjectTargets : public ObjectTargets {
+ public:
+  Status truncate(uint32_t target, const std::string& address, uint64_t object_id,
+                  uint64_t size) override {
+    std::lock_guard lk(mu);
+    if (failing.count(target)) return Status::Unavailable("fake target " + address + " fails");
+    truncates.emplace_back(target, object_id, size);
+    return Status::OK();
+  }
+  Status remove(uint32_t target, const std::string& address, uint64_t object_id) override {
+    std::lock_guard lk(mu);
+    if (failing.count(target)) return Status::Unavailable("fake target " + address + " fails");
+    removed.emplace(target, object_id);
+    return Status::OK();
+  }
+  std::mutex mu;
+  std::vector<std::tuple<uint32_t, uint64_t, uint64_t>> truncates;  // target, object, size
+  std::set<std::pair<uint32_t, uint64_t>> removed;                   // target, object
+  std::set<uint32_t> failing;
+};
+
+inline pb::Credentials cred(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups = {}) {
+  pb::Credentials c;
+  c.set_uid(uid);
+  c.set_gid(gid);
+  for (uint32_t g : groups) c.add_groups(g);
+  return c;
+}
+inline pb::Credentials root_cred() { return cred(0, 0); }
+
+class NamespaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/surge-mds-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    open_all();
+    // Tests act as ordinary users in the root directory: make it 0777 (the
+    // freshly formatted attributes are kept in fresh_root_).
+    auto a = getattr(kRoot);
+    ASSERT_TRUE(a.ok());
+    fresh_root_ = *a;
+    pb::SetAttrRequest r;
+    *r.mutable_cred() = root_cred();
+    r.set_ino(kRoot);
+    r.set_valid(pb::SETATTR_MODE);
+    r.set_mode(0777);
+    ASSERT_TRUE(setattr(r).ok());
+  }
+  void TearDown() override {
+    close_all();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void open_all() {
+    auto kv = RocksKvStore::Open({dir_ + "/db"});
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    kv_ = std::move(*kv);
+    auto id = Namespace::FormatOrLoad(kv_.get(), 0);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    auto map = ClusterMap::Load(kv_.get(), *id, map_opts_);
+    ASSERT_TRUE(map.ok()) << map.status().ToString();
+    map_ = std::move(*map);
+    if (register_targets_) {
+      for (int i = 0; i < 3; ++i) {
+        pb::RegisterTargetRequest r;
+        r.set_target_id(static_cast<uint32_t>(i + 1));
+        r.set_address("tcp://127.0.0.1:" + std::to_string(7101 + i));
+        r.set_capacity_bytes(100ull << 30);
+        r.set_free_bytes(50ull << 30);
+        ASSERT_TRUE(map_->register_target(r).ok());
+      }
+    }
+    sessions_ = std::make_unique<SessionTable>(session_opts_);
+    auto ns = Namespace::Open(kv_.get(), map_.get(), sessions_.get(), &objects_, ns_opts_);
+    ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+    ns_ = std::move(*ns);
+  }
+  void close_all() {
+    ns_.reset();
+    sessions_.reset();
+    map_.reset();
+    kv_.reset();
+  }
+  void reopen() {
+    close_all();
+    open_all();
+  }
+
+  Result<pb::Attr> mkdir(uint64_t parent, const std::string& name, uint32_t mode = 0755,
+                         pb::Credentials c = root_cred()) {
+    pb::MkdirRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    r.set_mode(mode);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->mkdir(r, &out));
+    return out.attr();
+  }
+  Result<pb::Attr> create(uint64_t parent, const std::string& name, uint32_t mode = 0644,
+                          pb::Credentials c = root_cred(), bool excl = true,
+                          uint64_t session = 0, uint32_t flags = 0) {
+    pb::CreateRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    r.set_mode(mode);
+    r.set_exclusive(excl);
+    r.set_session_id(session);
+    r.set_flags(flags);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->create(r, &out));
+    return out.attr();
+  }
+  Result<pb::Attr> mknod(uint64_t parent, const std::string& name, uint32_t mode,
+                         pb::Credentials c = root_cred(), uint64_t rdev = 0) {
+    pb::MknodRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    r.set_mode(mode);
+    r.set_rdev(rdev);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->mknod(r, &out));
+    return out.attr();
+  }
+  Result<pb::Attr> symlink(uint64_t parent, const std::string& name, const std::string& target,
+                           pb::Credentials c = root_cred()) {
+    pb::SymlinkRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    r.set_target(target);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->symlink(r, &out));
+    return out.attr();
+  }
+  Result<pb::Attr> lookup(uint64_t parent, const std::string& name,
+                          pb::Credentials c = root_cred()) {
+    pb::LookupRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->lookup(r, &out));
+    return out.attr();
+  }
+  Result<pb::Attr> getattr(uint64_t ino) {
+    pb::GetAttrRequest r;
+    *r.mutable_cred() = root_cred();
+    r.set_ino(ino);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->getattr(r, &out));
+    return out.attr();
+  }
+  Status unlink(uint64_t parent, const std::string& name, pb::Credentials c = root_cred()) {
+    pb::UnlinkRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    return ns_->unlink(r);
+  }
+  Status rmdir(uint64_t parent, const std::string& name, pb::Credentials c = root_cred()) {
+    pb::UnlinkRequest r;
+    *r.mutable_cred() = c;
+    r.set_parent(parent);
+    r.set_name(name);
+    return ns_->rmdir(r);
+  }
+  Status rename(uint64_t op, const std::string& on, uint64_t np, const std::string& nn,
+                uint32_t flags = 0, pb::Credentials c = root_cred()) {
+    pb::RenameRequest r;
+    *r.mutable_cred() = c;
+    r.set_old_parent(op);
+    r.set_old_name(on);
+    r.set_new_parent(np);
+    r.set_new_name(nn);
+    r.set_flags(flags);
+    return ns_->rename(r);
+  }
+  Result<pb::Attr> link(uint64_t ino, uint64_t np, const std::string& nn,
+                        pb::Credentials c = root_cred()) {
+    pb::LinkRequest r;
+    *r.mutable_cred() = c;
+    r.set_ino(ino);
+    r.set_new_parent(np);
+    r.set_new_name(nn);
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->link(r, &out));
+    return out.attr();
+  }
+  Result<pb::Attr> setattr(const pb::SetAttrRequest& req) {
+    pb::EntryReply out;
+    SURGE_RETURN_IF_ERROR(ns_->setattr(req, &out));
+    return out.attr();
+  }
+  // Every name in a directory, paging with the given page size.
+  Result<std::vector<std::string>> list(uint64_t dir, uint32_t page = 1000,
+                                        pb::Credentials c = root_cred()) {
+    std::vector<std::string> names;
+    uint64_t cookie = 0;
+    for (;;) {
+      pb::ReadDirRequest r;
+      *r.mutable_cred() = c;
+      r.set_ino(dir);
+      r.set_cookie(cookie);
+      r.set_max_entries(page);
+      pb::ReadDirReply out;
+      SURGE_RETURN_IF_ERROR(ns_->readdir(r, &out));
+      for (const auto& e : out.entries()) {
+        names.push_back(e.name());
+        cookie = e.cookie();
+      }
+      if (out.eof()) break;
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  void expect_clean() {
+    auto r = check_namespace(kv_.get());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::string all;
+    for (const auto& p : r->problems) all += p + "\n";
+    EXPECT_TRUE(r->clean()) << all;
+  }
+
+  std::string dir_;
+  pb::Attr fresh_root_;
+  bool register_targets_ = true;
+  ClusterMapOptions map_opts_;
+  SessionOptions session_opts_;
+  NamespaceOptions ns_opts_;
+  std::unique_ptr<RocksKvStore> kv_;
+  std::unique_ptr<ClusterMap> map_;
+  std::unique_ptr<SessionTable> sessions_;
+  FakeObjectTargets objects_;
+  std::unique_ptr<Namespace> ns_;
+};
+
+inline Code code_of(const Status& s) { return s.code(); }
+template <typename T>
+Code code_of(const Result<T>& r) {
+  return r.status().code();
+}
+
+}  // namespace surge::mds::testing
