@@ -1,0 +1,187 @@
+// surge-mds: the metadata server daemon.
+//
+//   surge-mds --config /etc/surge/surge-mds.toml [--listen tcp://H:P] ...
+//   surge-mds --check --data-dir DIR      (namespace checker; exit 1 on problems)
+//
+// Start order: settings (defaults, file, flags), logging, data dir (format
+// or open), cluster map, namespace, RPC server, background collector; then
+// one line on stdout, "surge-mds listening on tcp://H:P fs FSID", which
+// scripts and tests wait for. SIGTERM/SIGINT stop it cleanly: the server
+// stops taking requests, the collector stops, RocksDB flushes and closes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "common/log.h"
+#include "mds/cluster/cluster_map.h"
+#include "mds/cluster/orphan_collector.h"
+#include "mds/cluster/session_table.h"
+#include "mds/daemon/data_dir.h"
+#include "mds/daemon/mds_config.h"
+#include "mds/daemon/rpc_object_targets.h"
+#include "mds/namespace/checker.h"
+#include "mds/namespace/namespace.h"
+#include "mds/service/mds_service.h"
+#include "net/cluster_key.h"
+#include "net/rpc_server.h"
+
+namespace {
+
+using namespace surge;
+using namespace surge::mds;
+
+int fail(const Status& st) {
+  SLOG_ERROR("surge-mds: {}", st.ToString());
+  std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
+  return 1;
+}
+
+uint64_t parse_fs_id(const std::string& hex) {
+  return hex.empty() ? 0 : std::stoull(hex, nullptr, 16);
+}
+
+int run_check(const MdsConfig& cfg) {
+  DataDirOptions dopts;
+  dopts.path = cfg.data_dir;
+  dopts.allow_format = false;
+  dopts.expect_fs_id = parse_fs_id(cfg.expect_fs_id);
+  auto dd = open_data_dir(dopts);
+  if (!dd.ok()) {
+    std::fprintf(stderr, "surge-mds --check: %s\n", dd.status().ToString().c_str());
+    return 2;
+  }
+  auto rep = check_namespace(dd->kv.get());
+  if (!rep.ok()) {
+    std::fprintf(stderr, "surge-mds --check: %s\n", rep.status().ToString().c_str());
+    return 2;
+  }
+  for (const auto& p : rep->problems) std::printf("problem: %s\n", p.c_str());
+  std::printf("surge-mds --check %s: %s\n", cfg.data_dir.c_str(), rep->summary().c_str());
+  return rep->clean() ? 0 : 1;
+}
+
+int run(const MdsConfig& cfg) {
+  auto key = net::load_cluster_key(cfg.cluster_key_file);
+  if (!key.ok()) return fail(key.status());
+
+  DataDirOptions dopts;
+  dopts.path = cfg.data_dir;
+  dopts.expect_fs_id = parse_fs_id(cfg.expect_fs_id);
+  dopts.sync = cfg.sync;
+  dopts.block_cache_bytes = cfg.block_cache_mb << 20;
+  auto dd = open_data_dir(dopts);
+  if (!dd.ok()) return fail(dd.status());
+  if (!cfg.sync) SLOG_WARN("store.sync = false: acknowledged changes can be lost on a crash");
+
+  ClusterMapOptions mopts;
+  mopts.heartbeat_interval_ms = cfg.target_heartbeat_interval_ms;
+  mopts.target_timeout_ms = cfg.target_timeout_ms;
+  auto map = ClusterMap::Load(dd->kv.get(), dd->fs_id, mopts);
+  if (!map.ok()) return fail(map.status());
+
+  SessionOptions sopts;
+  sopts.heartbeat_interval_ms = cfg.session_heartbeat_interval_ms;
+  sopts.session_timeout_ms = cfg.session_timeout_ms;
+  SessionTable sessions(sopts);
+  RpcObjectTargets objects(*key, std::chrono::milliseconds(cfg.target_rpc_timeout_ms));
+
+  NamespaceOptions nopts;
+  nopts.default_stripe_size = cfg.default_stripe_size;
+  nopts.default_stripe_count = cfg.default_stripe_count;
+  nopts.max_readdir_entries = cfg.readdir_max_entries;
+  auto ns = Namespace::Open(dd->kv.get(), map->get(), &sessions, &objects, nopts);
+  if (!ns.ok()) return fail(ns.status());
+
+  net::ServerOptions sv;
+  sv.listen = cfg.listen;
+  sv.cluster_key = *key;
+  sv.io_threads = cfg.io_threads;
+  sv.worker_threads = cfg.worker_threads;
+  sv.credits_per_connection = cfg.credits_per_connection;
+  sv.pool.name = "mds";
+  // Metadata moves no bulk data: a small pool.
+  sv.pool.classes = {{4096, 64}, {64 * 1024, 16}};
+  sv.pool.huge_pages = false;
+  auto server = net::RpcServer::Create(sv);
+  if (!server.ok()) return fail(server.status());
+  register_mds_handlers(**server, **ns, **map, sessions);
+  if (Status st = (*server)->start(); !st.ok()) return fail(st);
+
+  OrphanCollectorOptions copts;
+  copts.interval_ms = cfg.orphan_interval_ms;
+  copts.startup_grace_ms = cfg.orphan_startup_grace_ms;
+  OrphanCollector collector(ns->get(), map->get(), &sessions, &objects, copts);
+  collector.start();
+
+  char fsid[32];
+  std::snprintf(fsid, sizeof fsid, "%016llx", static_cast<unsigned long long>(dd->fs_id));
+  SLOG_INFO("surge-mds serving file system {} from {} on {} ({} workers{})", fsid, cfg.data_dir,
+            (*server)->address(), cfg.worker_threads, dd->formatted ? ", newly formatted" : "");
+  std::printf("surge-mds listening on %s fs %s\n", (*server)->address().c_str(), fsid);
+  std::fflush(stdout);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int sig = 0;
+  sigwait(&set, &sig);
+  SLOG_INFO("surge-mds: signal {}, stopping", sig);
+  (*server)->stop();
+  collector.stop();
+  ns->reset();
+  Status cs = dd->kv->close();
+  if (!cs.ok()) return fail(cs);
+  SLOG_INFO("surge-mds: stopped cleanly");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any thread exists, so every thread
+  // inherits the mask and only sigwait in main sees them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"surge-mds: the Surge metadata server"};
+  std::string config_file, data_dir, listen, key_file, log_level, log_file;
+  bool check = false;
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--config", config_file, "TOML settings file (mds/surge-mds.toml lists every key)");
+  auto* o_data = app.add_option("--data-dir", data_dir, "metadata directory");
+  auto* o_listen = app.add_option("--listen", listen, "tcp://HOST:PORT or rdma://HOST:PORT");
+  auto* o_key = app.add_option("--cluster-key-file", key_file, "cluster key file");
+  auto* o_level = app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
+  auto* o_logf = app.add_option("--log-file", log_file, "log file (default stderr)");
+  app.add_flag("--check", check, "check the namespace in --data-dir and exit (1: problems found)");
+  CLI11_PARSE(app, argc, argv);
+
+  MdsConfig cfg;
+  if (!config_file.empty()) {
+    if (Status st = load_config_file(config_file, cfg); !st.ok()) {
+      std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
+      return 2;
+    }
+  }
+  if (o_data->count()) cfg.data_dir = data_dir;
+  if (o_listen->count()) cfg.listen = listen;
+  if (o_key->count()) cfg.cluster_key_file = key_file;
+  if (o_level->count()) cfg.log_level = log_level;
+  if (o_logf->count()) cfg.log_file = log_file;
+  if (Status st = validate_config(cfg); !st.ok()) {
+    std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
+    return 2;
+  }
+  if (Status st = init_logging(check ? "warn" : cfg.log_level, cfg.log_file, "surge-mds"); !st.ok()) {
+    std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
+    return 2;
+  }
+  return check ? run_check(cfg) : run(cfg);
+}

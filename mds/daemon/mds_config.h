@@ -1,0 +1,52 @@
+// MdsConfig: every setting of surge-mds with its default. Read in order:
+// these defaults, the TOML file (--config), then command-line flags.
+// mds/surge-mds.toml lists every key at its default with a note; keep the
+// two in step. All settings are read at start; none change at run time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace surge::mds {
+
+struct MdsConfig {
+  // [server]
+  std::string data_dir = "/var/lib/surge/mds";
+  std::string listen = "tcp://127.0.0.1:7100";
+  std::string cluster_key_file = "/etc/surge/cluster.key";
+  std::string expect_fs_id;  // hex; empty: whatever the data dir holds
+  int io_threads = 2;
+  int worker_threads = 8;
+  uint32_t credits_per_connection = 128;
+  // [store]
+  bool sync = true;
+  uint64_t block_cache_mb = 64;
+  // [namespace]
+  uint32_t default_stripe_size = 1 << 20;
+  uint32_t default_stripe_count = 4;
+  uint32_t readdir_max_entries = 4096;
+  // [targets]
+  uint32_t target_heartbeat_interval_ms = 1000;
+  uint32_t target_timeout_ms = 10000;
+  uint32_t target_rpc_timeout_ms = 10000;
+  // [sessions]
+  uint32_t session_heartbeat_interval_ms = 2000;
+  uint32_t session_timeout_ms = 30000;
+  // [orphans]
+  uint32_t orphan_interval_ms = 1000;
+  uint32_t orphan_startup_grace_ms = 30000;
+  // [log]
+  std::string log_level = "info";
+  std::string log_file;
+};
+
+// Reads a TOML file over the defaults in cfg. Unknown keys and wrong types
+// are errors naming the file and key (a typo must not leave a default).
+Status load_config_file(const std::string& path, MdsConfig& cfg);
+
+// Checks ranges and relations between settings.
+Status validate_config(const MdsConfig& cfg);
+
+}  // namespace surge::mds

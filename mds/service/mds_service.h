@@ -1,0 +1,17 @@
+// MdsService: binds every MDS method (net/proto/mds_methods.h) to the
+// namespace, the cluster map and the session table. Handlers only translate;
+// the work and its locking live in those parts. They run on the RPC worker
+// pool; a handler's Status reaches the client intact.
+#pragma once
+
+#include "mds/cluster/cluster_map.h"
+#include "mds/cluster/session_table.h"
+#include "mds/namespace/namespace.h"
+#include "net/rpc_server.h"
+
+namespace surge::mds {
+
+void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& map,
+                           SessionTable& sessions);
+
+}  // namespace surge::mds
