@@ -79,6 +79,11 @@ class CallTable final : public ClientCallTableBase {
     for (auto& [id, call] : calls) finish(*call, why, {});
   }
 
+  bool has_outstanding() override {
+    std::lock_guard lk(mu_);
+    return !calls_.empty();
+  }
+
   void abandon(uint64_t) override {
     // Nothing to do: the call stays entered until the server answers it or
     // the connection fails, so its credit is not reused early.
@@ -101,6 +106,7 @@ class CallTable final : public ClientCallTableBase {
       call.done = true;
       call.status = std::move(status);
       call.response = std::move(body);
+      call.finished.store(true, std::memory_order_release);
     }
     call.cv.notify_all();
   }
@@ -121,7 +127,8 @@ class RpcChannelImpl final : public RpcChannel {
       : address_(std::move(address)),
         options_(std::move(options)),
         table_(std::move(table)),
-        transport_(std::move(transport)) {}
+        transport_(std::move(transport)),
+        driver_(transport_->driver()) {}
   ~RpcChannelImpl() override { close(); }
 
   PendingCall call_raw_async(uint16_t service, uint16_t method, std::string_view request,
@@ -134,6 +141,7 @@ class RpcChannelImpl final : public RpcChannel {
     call->regions.assign(bulk.begin(), bulk.end());
     call->deadline = std::chrono::steady_clock::now() + timeout.value_or(options_.call_timeout);
     call->table = table_;
+    call->driver = driver_;
     Status st = table_->begin(call);
     if (st.ok()) {
       OutgoingRequest req{call->request_id, service, method, request, call->regions};
@@ -142,6 +150,7 @@ class RpcChannelImpl final : public RpcChannel {
       return PendingCall(std::move(call));
     }
     call->done = true;
+    call->finished = true;
     call->status = std::move(st);
     return PendingCall(std::move(call));
   }
@@ -155,6 +164,7 @@ class RpcChannelImpl final : public RpcChannel {
   const ChannelOptions options_;
   std::shared_ptr<CallTable> table_;
   std::unique_ptr<ClientTransport> transport_;
+  std::shared_ptr<CallDriver> driver_;
   std::atomic<uint64_t> next_id_{1};
 };
 
@@ -163,10 +173,16 @@ class RpcChannelImpl final : public RpcChannel {
 Status PendingCall::wait() {
   if (!state_) return Status::InvalidArgument("wait() on an empty PendingCall");
   State& s = *state_;
+  // Read the reply on this thread when the transport can (no hand-off from
+  // its I/O thread); sleep when another thread is already reading.
+  while (s.driver && !s.finished.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < s.deadline && s.driver->drive(s)) {
+  }
   std::unique_lock lk(s.mu);
   if (!s.done && !s.cv.wait_until(lk, s.deadline, [&] { return s.done; })) {
     s.done = true;
     s.abandoned = true;
+    s.finished.store(true, std::memory_order_release);
     std::string peer = "server";
     if (auto t = s.table.lock()) peer = static_cast<CallTable&>(*t).peer();
     s.status = Status::TimedOut("call " + std::to_string(s.service) + "." +

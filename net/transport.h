@@ -62,6 +62,7 @@ Result<Endpoint> parse_endpoint(const std::string& address);
 // ------------------------------------------------------------- client side
 
 struct ClientCallTableBase;
+struct CallDriver;
 
 // One call in flight, shared between the RPC core and the transport.
 struct PendingCall::State {
@@ -75,9 +76,22 @@ struct PendingCall::State {
   std::condition_variable cv;
   bool done = false;
   bool abandoned = false;  // the caller gave up: regions must not be touched
+  std::atomic<bool> finished{false};  // == done, readable without mu
   Status status;
   std::string response;
   std::weak_ptr<ClientCallTableBase> table;  // to give up the call on timeout
+  std::shared_ptr<CallDriver> driver;        // optional, see CallDriver
+};
+
+// Optional: a transport that can read replies on the waiting caller's own
+// thread (saving a hand-off from its I/O thread per call) gives wait() a
+// driver. Transports without one leave ClientTransport::driver() null.
+struct CallDriver {
+  virtual ~CallDriver() = default;
+  // Reads and dispatches incoming frames on this thread until `call`
+  // finishes, its deadline passes or the connection fails. Returns false at
+  // once when another thread is reading (then wait() sleeps instead).
+  virtual bool drive(PendingCall::State& call) = 0;
 };
 
 // What a request looks like to a client transport.
@@ -101,6 +115,9 @@ struct ClientCallTableBase {
   virtual void fail_all(const Status& why) = 0;
   // Called on timeout by the waiter (core-internal, transports ignore it).
   virtual void abandon(uint64_t request_id) = 0;
+  // Any call waiting for a reply (a driving transport keeps its I/O thread
+  // reading only while this is true).
+  virtual bool has_outstanding() = 0;
 };
 
 class ClientTransport {
@@ -116,6 +133,8 @@ class ClientTransport {
   // Idempotent. Fails outstanding calls via fail_all(Disconnected).
   virtual void close() = 0;
   virtual const std::string& peer() const = 0;
+  // See CallDriver; null by default.
+  virtual std::shared_ptr<CallDriver> driver() { return nullptr; }
 };
 
 struct ClientTransportOptions {

@@ -27,11 +27,17 @@ using asio::ip::tcp;
 
 namespace {
 
-class ClientConn final : public TcpStream {
+class ClientConn final : public TcpStream, public CallDriver {
  public:
   ClientConn(asio::io_context& io, tcp::socket socket, std::string peer,
              std::shared_ptr<ClientCallTableBase> table)
       : TcpStream(io, std::move(socket), std::move(peer)), table_(std::move(table)) {}
+
+  bool drive(PendingCall::State& call) override {
+    return drive_reads(
+        call, [](void* t) { return static_cast<ClientCallTableBase*>(t)->has_outstanding(); },
+        table_.get());
+  }
 
  protected:
   void on_frame(const FrameHeader& h, std::span<const std::byte> trailer) override {
@@ -142,7 +148,10 @@ class TcpClientTransport final : public ClientTransport {
   }
 
   uint32_t credits() const override { return credits_; }
-  bool connected() const override { return !conn_->closed(); }
+  std::shared_ptr<CallDriver> driver() override {
+    return std::shared_ptr<CallDriver>(conn_, static_cast<CallDriver*>(conn_.get()));
+  }
+  bool connected() const override { return conn_->probe(); }
   void close() override { conn_->fail(Status::Disconnected("channel to " + peer() + " closed")); }
   const std::string& peer() const override { return conn_->peer(); }
 

@@ -172,6 +172,8 @@ class ServerConn final : public TcpStream {
     if (state_.load() == State::kReady && why.code() == Code::kDisconnected &&
         why.message().find("closed the connection") != std::string::npos) {
       SLOG_DEBUG("connection from {} closed", peer());
+    } else if (why.code() == Code::kCancelled) {
+      SLOG_INFO("closing connection from {}: {}", peer(), why.message());
     } else {
       SLOG_WARN("closing connection from {}: {}", peer(), why.ToString());
     }

@@ -123,6 +123,15 @@ void TcpStream::resume() {
   });
 }
 
+bool TcpStream::probe() {
+  if (closed()) return false;
+  pollfd p{fd_, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+    fail(Status::Disconnected("peer " + peer_ + " hung up"));
+  }
+  return !closed();
+}
+
 void TcpStream::fail(const Status& why) {
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   ::shutdown(fd_, SHUT_RDWR);
@@ -155,7 +164,7 @@ void TcpStream::compact() {
   rpos_ = 0;
 }
 
-bool TcpStream::fill(size_t want) {
+TcpStream::Step TcpStream::fill(size_t want) {
   if (rpos_ == rend_) {
     rpos_ = rend_ = 0;
   } else if (rend_ == rbuf_.size()) {
@@ -165,26 +174,25 @@ bool TcpStream::fill(size_t want) {
   ssize_t n = ::recv(fd_, rbuf_.data() + rend_, room, MSG_DONTWAIT);
   if (n > 0) {
     rend_ += static_cast<size_t>(n);
-    return true;
+    return Step::kMore;
   }
   if (n == 0) {
     bool mid_frame = have_header_ || rend_ > rpos_ || direct_.remaining > 0;
     fail(Status::Disconnected(mid_frame ? "peer " + peer_ + " closed mid-frame (truncated frame)"
                                         : "peer " + peer_ + " closed the connection"));
-    return false;
+    return Step::kStop;
   }
-  if (errno == EINTR) return true;
-  if (errno == EAGAIN || errno == EWOULDBLOCK) {
-    arm();
-    return false;
-  }
+  if (errno == EINTR) return Step::kMore;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kWouldBlock;
   fail(Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno)));
-  return false;
+  return Step::kStop;
 }
 
 void TcpStream::arm() {
+  if (armed_.exchange(true)) return;  // one pending wait is enough
   socket_.async_wait(boost::asio::ip::tcp::socket::wait_read,
                      [self = shared_from_this()](const boost::system::error_code& ec) {
+                       self->armed_.store(false);
                        if (ec) {
                          self->fail(Status::Disconnected("wait on " + self->peer_ + ": " +
                                                          ec.message()));
@@ -195,23 +203,60 @@ void TcpStream::arm() {
 }
 
 void TcpStream::pump() {
+  // A caller driving its own reply holds the read side; it re-arms the I/O
+  // thread when it lets go.
+  std::unique_lock lk(read_mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return;
+  if (run_frames(nullptr) == Step::kWouldBlock) arm();
+}
+
+bool TcpStream::drive_reads(PendingCall::State& call, bool (*keep_reading)(void*), void* arg) {
+  if (closed()) return false;
+  {
+    std::unique_lock lk(read_mu_, std::try_to_lock);
+    if (!lk.owns_lock()) return false;
+    for (;;) {
+      Step s = run_frames(&call.finished);
+      if (s != Step::kWouldBlock) break;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          call.deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{fd_, POLLIN, 0};
+      int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, INT_MAX)));
+      if (r < 0 && errno != EINTR) break;
+    }
+  }
+  // Replies for other callers may be buffered or on their way: hand the
+  // read side back to the I/O thread while anyone still waits. A pump, not
+  // a bare async_wait: Asio's reactor is edge-triggered, so bytes that
+  // arrived while we held the socket would raise no new readiness event.
+  if (!closed() && keep_reading(arg)) {
+    boost::asio::post(io_, [self = shared_from_this()] { self->pump(); });
+  }
+  return true;
+}
+
+TcpStream::Step TcpStream::run_frames(const std::atomic<bool>* until) {
   for (;;) {
-    if (closed()) return;
+    if (closed()) return Step::kStop;
+    if (until != nullptr && until->load(std::memory_order_acquire)) return Step::kDone;
     if (direct_.remaining > 0) {
-      if (!advance_direct()) return;
+      Step s = advance_direct();
+      if (s != Step::kMore) return s;
       continue;
     }
-    if (paused_) return;
+    if (paused_) return Step::kStop;
     size_t avail = rend_ - rpos_;
     if (!have_header_) {
       if (avail < kFrameHeaderSize) {
-        if (!fill(kFrameReadChunk)) return;
+        Step s = fill(kFrameReadChunk);
+        if (s != Step::kMore) return s;
         continue;
       }
       Result<FrameHeader> h = decode_header({rbuf_.data() + rpos_, kFrameHeaderSize});
       if (!h.ok()) {
         fail(h.status().WithContext("frame from " + peer_));
-        return;
+        return Step::kStop;
       }
       cur_ = *h;
       have_header_ = true;
@@ -224,7 +269,8 @@ void TcpStream::pump() {
     }
     size_t need = kFrameHeaderSize + cur_.trailer_length();
     if (avail < need) {
-      if (!fill(need - avail + kFrameReadChunk)) return;
+      Step s = fill(need - avail + kFrameReadChunk);
+      if (s != Step::kMore) return s;
       continue;
     }
     std::span<const std::byte> trailer(rbuf_.data() + rpos_ + kFrameHeaderSize,
@@ -302,7 +348,7 @@ void TcpStream::deliver(const std::byte* src, size_t n) {
   direct_.dst += n;
 }
 
-bool TcpStream::advance_direct() {
+TcpStream::Step TcpStream::advance_direct() {
   while (direct_.remaining > 0) {
     size_t avail = rend_ - rpos_;
     if (avail > 0) {
@@ -313,7 +359,8 @@ bool TcpStream::advance_direct() {
       continue;
     }
     if (!direct_.call) {
-      if (!fill(rbuf_.size())) return false;
+      Step s = fill(rbuf_.size());
+      if (s != Step::kMore) return s;
       continue;
     }
     rpos_ = rend_ = 0;
@@ -341,18 +388,15 @@ bool TcpStream::advance_direct() {
     }
     if (n == 0) {
       fail(Status::Disconnected("peer " + peer_ + " closed mid bulk-data frame"));
-      return false;
+      return Step::kStop;
     }
     if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      arm();
-      return false;
-    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kWouldBlock;
     fail(Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno)));
-    return false;
+    return Step::kStop;
   }
   direct_.call.reset();
-  return true;
+  return Step::kMore;
 }
 
 }  // namespace surge::net::tcp

@@ -1,7 +1,8 @@
 // TcpStream: one TCP connection's framing engine, shared by the client and
 // server sides of the TCP transport.
 //
-// Reading happens on the connection's I/O thread: Asio only reports
+// Reading happens on the connection's I/O thread (or, client side, on a
+// caller waiting for its reply, see drive_reads): Asio only reports
 // readiness (async_wait); the bytes are moved with plain recv() into a read
 // buffer, and complete frames go to on_frame(). Bulk bytes bypass the read
 // buffer: after a frame header only what one small read happened to bring
@@ -81,6 +82,9 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   Status send_frame(const FrameHeader& h, std::span<const iovec> parts);
   void fail(const Status& why);
   bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // Cheap liveness check for an idle connection nobody is reading: fails
+  // the stream when the peer has hung up. Returns !closed().
+  bool probe();
   const std::string& peer() const { return peer_; }
 
  protected:
@@ -105,11 +109,19 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   // call discards.
   void begin_direct(std::shared_ptr<PendingCall::State> call, std::byte* dst, uint64_t len);
 
+  // Client side (CallDriver): runs the read loop on the calling thread,
+  // blocking in poll(), until `call` finishes or its deadline passes. False
+  // when another thread holds the read side or the stream is closed.
+  // `keep_reading` says whether the I/O thread must take over afterwards.
+  bool drive_reads(PendingCall::State& call, bool (*keep_reading)(void*), void* arg);
+
  private:
+  enum class Step { kMore, kWouldBlock, kStop, kDone };
   void pump();
-  bool fill(size_t want);
+  Step run_frames(const std::atomic<bool>* until);
+  Step fill(size_t want);
   void arm();
-  bool advance_direct();
+  Step advance_direct();
   void deliver(const std::byte* src, size_t n);
   void compact();
 
@@ -118,9 +130,12 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   const int fd_;
   const std::string peer_;
   std::atomic<bool> closed_{false};
+  std::atomic<bool> armed_{false};  // an async_wait is pending
   std::mutex write_mu_;
 
-  // Read side: owned by the I/O thread, or by the paused handler.
+  // Read side: owned by whoever holds read_mu_ (the I/O thread, or a client
+  // caller driving its own reply), or by the paused handler (server).
+  std::mutex read_mu_;
   std::vector<std::byte> rbuf_;
   size_t rpos_ = 0;
   size_t rend_ = 0;

@@ -1,0 +1,189 @@
+// BufferPool: size classes, exhaustion (fail now / wait / time out), wake-up
+// on release, registrars, and many threads acquiring and releasing at once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "net/buffer_pool.h"
+
+namespace surge::net {
+namespace {
+
+BufferPoolOptions opts(std::vector<SizeClass> classes) {
+  BufferPoolOptions o;
+  o.name = "unit";
+  o.classes = std::move(classes);
+  o.huge_pages = true;  // falls back quietly where the system has none
+  o.lock_memory = true;  // a failing mlock only warns
+  return o;
+}
+
+TEST(BufferPool, PicksTheSmallestClassThatFits) {
+  auto pool = BufferPool::Create(opts({{65536, 2}, {4096, 2}, {1 << 20, 1}}));
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  auto a = (*pool)->try_acquire(1);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->capacity(), 4096u);
+  auto b = (*pool)->try_acquire(4097);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->capacity(), 65536u);
+  auto c = (*pool)->try_acquire(1 << 20);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->capacity(), size_t{1} << 20);
+  EXPECT_EQ((*pool)->max_buffer_size(), size_t{1} << 20);
+  EXPECT_TRUE((*pool)->contains(c->data(), c->capacity()));
+  EXPECT_FALSE((*pool)->contains(&c, 1));
+}
+
+TEST(BufferPool, TooLargeIsInvalidArgument) {
+  auto pool = BufferPool::Create(opts({{4096, 1}}));
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ((*pool)->try_acquire(4097).status().code(), Code::kInvalidArgument);
+}
+
+TEST(BufferPool, BadOptionsAreRefused) {
+  EXPECT_FALSE(BufferPool::Create(opts({})).ok());
+  EXPECT_FALSE(BufferPool::Create(opts({{3000, 1}})).ok());
+  EXPECT_FALSE(BufferPool::Create(opts({{4096, 0}})).ok());
+  EXPECT_FALSE(BufferPool::Create(opts({{4096, 1}, {4096, 2}})).ok());
+}
+
+TEST(BufferPool, ExhaustionFailsNowAndRecoversOnRelease) {
+  auto pool = BufferPool::Create(opts({{4096, 3}}));
+  ASSERT_TRUE(pool.ok());
+  std::vector<PoolBuffer> held;
+  std::set<std::byte*> seen;
+  for (int i = 0; i < 3; ++i) {
+    auto b = (*pool)->try_acquire(4096);
+    ASSERT_TRUE(b.ok());
+    seen.insert(b->data());
+    held.push_back(std::move(*b));
+  }
+  EXPECT_EQ(seen.size(), 3u);  // distinct buffers
+  auto none = (*pool)->try_acquire(100);
+  EXPECT_EQ(none.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(none.status().message().find("unit"), std::string::npos);
+  EXPECT_EQ((*pool)->stats()[0].free, 0u);
+  held.pop_back();
+  EXPECT_EQ((*pool)->stats()[0].free, 1u);
+  EXPECT_TRUE((*pool)->try_acquire(100).ok());
+}
+
+TEST(BufferPool, AcquireTimesOutWhenNothingComesBack) {
+  auto pool = BufferPool::Create(opts({{4096, 1}}));
+  ASSERT_TRUE(pool.ok());
+  auto held = (*pool)->try_acquire(1);
+  ASSERT_TRUE(held.ok());
+  auto r = (*pool)->acquire(1, std::chrono::milliseconds(50));
+  EXPECT_EQ(r.status().code(), Code::kTimedOut);
+}
+
+TEST(BufferPool, AcquireWakesWhenABufferReturns) {
+  auto pool = BufferPool::Create(opts({{4096, 1}}));
+  ASSERT_TRUE(pool.ok());
+  auto held = (*pool)->try_acquire(1);
+  ASSERT_TRUE(held.ok());
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    held->reset();
+  });
+  auto r = (*pool)->acquire(1, std::chrono::seconds(30));
+  releaser.join();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+}
+
+TEST(BufferPool, MoveTransfersOwnership) {
+  auto pool = BufferPool::Create(opts({{4096, 1}}));
+  ASSERT_TRUE(pool.ok());
+  PoolBuffer a = (*pool)->try_acquire(1).value();
+  PoolBuffer b = std::move(a);
+  EXPECT_FALSE(a);
+  EXPECT_TRUE(b);
+  EXPECT_EQ((*pool)->stats()[0].free, 0u);
+  b = PoolBuffer();
+  EXPECT_EQ((*pool)->stats()[0].free, 1u);
+}
+
+TEST(BufferPool, ConcurrentAcquireReleaseNeverHandsOutABufferTwice) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 20000;
+  auto pool = BufferPool::Create(opts({{4096, 4}}));
+  ASSERT_TRUE(pool.ok());
+  std::atomic<int> failures{0};
+  std::atomic<int> got{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        auto b = (*pool)->acquire(64, std::chrono::seconds(30));
+        if (!b.ok()) {
+          failures++;
+          continue;
+        }
+        got++;
+        // Stamp the buffer; another holder of the same buffer would show.
+        auto* p = reinterpret_cast<std::atomic<int>*>(b->data());
+        int before = p->exchange(t + 1);
+        if (before != 0) failures++;
+        p->store(0);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(got.load(), kThreads * kRounds);
+  EXPECT_EQ((*pool)->stats()[0].free, 4u);
+}
+
+class CountingRegistrar : public MemoryRegistrar {
+ public:
+  Status register_slab(void* base, size_t len) override {
+    ++registered;
+    bytes += len;
+    return fail ? Status::IOError("register refused") : Status::OK();
+  }
+  void unregister_slab(void*, size_t) override { ++unregistered; }
+  int registered = 0;
+  int unregistered = 0;
+  size_t bytes = 0;
+  bool fail = false;
+};
+
+TEST(BufferPool, RegistrarSeesEverySlabOnce) {
+  CountingRegistrar r;
+  {
+    auto pool = BufferPool::Create(opts({{4096, 4}, {65536, 2}}));
+    ASSERT_TRUE(pool.ok());
+    ASSERT_TRUE((*pool)->add_registrar(&r).ok());
+    EXPECT_EQ(r.registered, 2);
+    EXPECT_GE(r.bytes, 4u * 4096 + 2u * 65536);
+    EXPECT_EQ(r.unregistered, 0);
+  }
+  EXPECT_EQ(r.unregistered, 2);  // the pool unregistered on destruction
+}
+
+TEST(BufferPool, RemovedRegistrarIsNotCalledAgain) {
+  CountingRegistrar r;
+  auto pool = BufferPool::Create(opts({{4096, 4}}));
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE((*pool)->add_registrar(&r).ok());
+  (*pool)->remove_registrar(&r);
+  EXPECT_EQ(r.unregistered, 1);
+  pool->reset();
+  EXPECT_EQ(r.unregistered, 1);
+}
+
+TEST(BufferPool, FailingRegistrarIsReported) {
+  CountingRegistrar r;
+  r.fail = true;
+  auto pool = BufferPool::Create(opts({{4096, 4}}));
+  ASSERT_TRUE(pool.ok());
+  Status st = (*pool)->add_registrar(&r);
+  EXPECT_EQ(st.code(), Code::kIOError);
+  EXPECT_NE(st.message().find("unit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace surge::net
