@@ -205,7 +205,8 @@ Status ObjectStore::init() {
   SURGE_RETURN_IF_ERROR(make_dir(root + "/objects"));
 
   std::string log_path = root + "/dirty.log";
-  dirty_log_fd_ = ::open(log_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_APPEND: after the log is emptied, entries start again at offset 0.
+  dirty_log_fd_ = ::open(log_path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (dirty_log_fd_ < 0) return errno_status(errno, "open " + log_path);
   SURGE_RETURN_IF_ERROR(recover());
 
@@ -358,25 +359,64 @@ size_t ObjectStore::open_objects() const {
   return cache_.size();
 }
 
-Status ObjectStore::mark_dirty(uint64_t id) {
-  bool fold = false;
+// Before an object changes: its id must be in the dirty log, durably,
+// before any of the new bytes can reach the disk. Appends are cheap; the
+// fdatasync is shared (group commit): whoever syncs covers every entry
+// appended before it started, and the others find their entry covered.
+Status ObjectStore::begin_change(uint64_t id) {
+  uint64_t seq;
   {
     std::lock_guard lk(dirty_mu_);
-    dirty_.insert(id);
-    if (!logged_.count(id)) {
-      // Durable before the data it covers can reach the disk.
+    ++changes_in_progress_;
+    auto it = logged_.find(id);
+    if (it != logged_.end()) {
+      seq = it->second;
+    } else {
       uint64_t rec = id;
       if (::write(dirty_log_fd_, &rec, sizeof rec) != static_cast<ssize_t>(sizeof rec)) {
+        --changes_in_progress_;
         return errno_status(errno, "append object " + std::to_string(id) + " to dirty.log in " +
                                        options_.data_dir);
       }
-      if (::fdatasync(dirty_log_fd_) != 0) return errno_status(errno, "sync dirty.log");
-      logged_.insert(id);
-      fold = logged_.size() > kMaxLoggedObjects;
+      seq = ++log_appended_;
+      logged_.emplace(id, seq);
     }
   }
-  if (fold) return sync({});
+  if (seq > log_synced_.load()) {
+    std::lock_guard sync_lk(log_sync_mu_);
+    if (seq > log_synced_.load()) {
+      uint64_t upto;
+      {
+        std::lock_guard lk(dirty_mu_);
+        upto = log_appended_;
+      }
+      if (::fdatasync(dirty_log_fd_) != 0) {
+        int err = errno;
+        std::lock_guard lk(dirty_mu_);
+        --changes_in_progress_;
+        return errno_status(err, "sync dirty.log in " + options_.data_dir);
+      }
+      log_synced_ = upto;
+    }
+  }
   return Status::OK();
+}
+
+// After an object changed (or a change failed half way): it is dirty from
+// now on. Marked after the bytes were written, so a sync that took its
+// list before this point leaves the object listed for the next one.
+void ObjectStore::end_change(uint64_t id) {
+  bool fold;
+  {
+    std::lock_guard lk(dirty_mu_);
+    dirty_.insert(id);
+    --changes_in_progress_;
+    fold = logged_.size() > kMaxLoggedObjects;
+  }
+  if (fold) {
+    Status st = sync({});
+    if (!st.ok()) SLOG_WARN("object store {}: folding dirty.log: {}", options_.data_dir, st.ToString());
+  }
 }
 
 Result<uint32_t> ObjectStore::stored_crc(ObjectFile& obj, uint64_t block) {
@@ -470,7 +510,8 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
     }
     crcs[b - b0] = encode_block_crc(crc);
   }
-  SURGE_RETURN_IF_ERROR(mark_dirty(id));
+  SURGE_RETURN_IF_ERROR(begin_change(id));
+  ChangeScope change(this, id);
 
   auto undo = [&](Status st) -> Status {
     // A failed write is never acknowledged, so any mix of old and new bytes
@@ -567,7 +608,8 @@ Status ObjectStore::truncate(uint64_t id, uint64_t size) {
     std::array<std::byte, kBlockSize> buf;
     SURGE_RETURN_IF_ERROR(read_block(*obj, size / kBlockSize, buf.data()));
   }
-  SURGE_RETURN_IF_ERROR(mark_dirty(id));
+  SURGE_RETURN_IF_ERROR(begin_change(id));
+  ChangeScope change(this, id);
   if (::ftruncate(obj->data_fd, static_cast<off_t>(size)) != 0) {
     return errno_status(errno, "truncate object " + std::to_string(id) + " " + obj->data_path + " to " +
                                    std::to_string(size));
@@ -678,7 +720,9 @@ Status ObjectStore::sync(std::span<const uint64_t> ids) {
     // Everything written so far is durable: the dirty log can start over
     // (objects dirtied meanwhile are logged again on their next write).
     std::lock_guard lk(dirty_mu_);
-    if (dirty_.empty() && dirty_log_fd_ >= 0) {
+    // Not while a change is between begin_change and end_change: its
+    // entry must stay until its object is synced.
+    if (dirty_.empty() && changes_in_progress_ == 0 && dirty_log_fd_ >= 0) {
       if (::ftruncate(dirty_log_fd_, 0) != 0) return errno_status(errno, "truncate dirty.log");
       logged_.clear();
     }

@@ -104,7 +104,15 @@ class ObjectStore {
   Status recover();
   Result<std::shared_ptr<ObjectFile>> get(uint64_t id, bool create);
   Result<std::shared_ptr<ObjectFile>> open_object(uint64_t id, bool create);
-  Status mark_dirty(uint64_t id);
+  Status begin_change(uint64_t id);
+  void end_change(uint64_t id);
+  // Ends a change begun with begin_change on every path out of a write.
+  struct ChangeScope {
+    ObjectStore* store;
+    uint64_t id;
+    ChangeScope(ObjectStore* s, uint64_t i) : store(s), id(i) {}
+    ~ChangeScope() { store->end_change(id); }
+  };
   Status sync_object(ObjectFile& obj);
   Status read_block(ObjectFile& obj, uint64_t block, std::byte* buf);
   Status rechecksum_block(ObjectFile& obj, uint64_t block, bool verify_first);
@@ -123,11 +131,16 @@ class ObjectStore {
   };
   std::unordered_map<uint64_t, CacheEntry> cache_;
 
-  // Objects with changes not yet synced, and those whose dirty-log entry
-  // is durable (a dirty.log line is written once per object per log epoch).
+  // Objects with changes not yet synced, and the objects in dirty.log with
+  // the sequence number of their entry (one entry per object per log
+  // epoch; durable once log_synced_ reaches it).
   std::mutex dirty_mu_;
   std::unordered_set<uint64_t> dirty_;
-  std::unordered_set<uint64_t> logged_;
+  std::unordered_map<uint64_t, uint64_t> logged_;
+  uint64_t log_appended_ = 0;
+  size_t changes_in_progress_ = 0;
+  std::mutex log_sync_mu_;
+  std::atomic<uint64_t> log_synced_{0};
   std::unordered_set<uint64_t> new_dirs_;  // created, directory entry not synced
   int dirty_log_fd_ = -1;
 
