@@ -170,10 +170,15 @@ TcpStream::Step TcpStream::fill(size_t want) {
   } else if (rend_ == rbuf_.size()) {
     compact();
   }
+  if (drained_) {
+    drained_ = false;
+    return Step::kWouldBlock;
+  }
   size_t room = std::min(rbuf_.size() - rend_, want);
   ssize_t n = ::recv(fd_, rbuf_.data() + rend_, room, MSG_DONTWAIT);
   if (n > 0) {
     rend_ += static_cast<size_t>(n);
+    drained_ = static_cast<size_t>(n) < room;
     return Step::kMore;
   }
   if (n == 0) {
@@ -207,6 +212,7 @@ void TcpStream::pump() {
   // thread when it lets go.
   std::unique_lock lk(read_mu_, std::try_to_lock);
   if (!lk.owns_lock()) return;
+  drained_ = false;  // woken by readiness (or a post): try the socket
   if (run_frames(nullptr) == Step::kWouldBlock) arm();
 }
 
@@ -215,6 +221,8 @@ bool TcpStream::drive_reads(PendingCall::State& call, bool (*keep_reading)(void*
   {
     std::unique_lock lk(read_mu_, std::try_to_lock);
     if (!lk.owns_lock()) return false;
+    // The reply is rarely there yet: poll first rather than recv() EAGAIN.
+    drained_ = true;
     for (;;) {
       Step s = run_frames(&call.finished);
       if (s != Step::kWouldBlock) break;
@@ -224,6 +232,7 @@ bool TcpStream::drive_reads(PendingCall::State& call, bool (*keep_reading)(void*
       pollfd p{fd_, POLLIN, 0};
       int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, INT_MAX)));
       if (r < 0 && errno != EINTR) break;
+      drained_ = false;
     }
   }
   // Replies for other callers may be buffered or on their way: hand the

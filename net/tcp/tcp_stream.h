@@ -140,6 +140,10 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   size_t rpos_ = 0;
   size_t rend_ = 0;
   bool have_header_ = false;
+  // The last recv() came back short: the socket is (very likely) empty, so
+  // wait for readiness instead of paying for a recv() that says EAGAIN.
+  // Safe with Asio's reactor: arming re-evaluates readiness (EPOLL_CTL_MOD).
+  bool drained_ = false;
   FrameHeader cur_;
   bool paused_ = false;
   struct Direct {
