@@ -160,7 +160,7 @@ Status ClientImpl::start() {
   SURGE_RETURN_IF_ERROR(reopen_session());
   SURGE_RETURN_IF_ERROR(map_->refresh());
   bg_ = std::thread([this] { background_loop(); });
-  SLOG_INFO("client: connected to MDS at {} (session {}, map version {})", options_.mds_address,
+  SLOG_DEBUG("client: connected to MDS at {} (session {}, map version {})", options_.mds_address,
             session(), map_->version());
   return Status::OK();
 }

@@ -125,7 +125,15 @@ std::string LocalCluster::log_tail(const std::string& name, int lines) const {
 
 Status LocalCluster::start_mds() {
   std::string bin = build_ + "/mds/surge-mds";
-  SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", {bin, "--data-dir", dir_ + "/mds", "--listen",
+  // Test timings: orphans collected soon after start and often, so the
+  // unlink-while-open test sees reclamation in seconds.
+  std::string conf = dir_ + "/mds.toml";
+  {
+    std::ofstream f(conf);
+    f << "[orphans]\ninterval_ms = 200\nstartup_grace_ms = 1000\n"
+      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = 3000\n";
+  }
+  SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", {bin, "--config", conf, "--data-dir", dir_ + "/mds", "--listen",
                                                  addr(mds_port_), "--cluster-key-file",
                                                  key_file_, "--log-level", "info"}));
   return wait_port("mds", mds_pid_, mds_port_, 15000);
@@ -191,6 +199,8 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterConfig& c
   char tmpl[] = "/tmp/surge-client-test-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Status::FromErrno(errno, "mkdtemp");
   c->dir_ = tmpl;
+  // Searchable by everyone: mounts live below it and tests run as nobody.
+  chmod(c->dir_.c_str(), 0755);
   fs::create_directories(c->dir_ + "/logs");
   fs::create_directories(c->dir_ + "/mds");
   c->key_file_ = c->dir_ + "/cluster.key";

@@ -3,6 +3,7 @@
 // sizes cross many stripe and object boundaries. One cluster and one mount
 // serve the whole suite; each test works in its own directory.
 #include <dirent.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
@@ -333,7 +334,10 @@ TEST_F(PosixMount, UnlinkWhileOpenKeepsDataUntilCloseThenReclaims) {
   ASSERT_EQ(fsync(fd), 0);
   struct stat st;
   ASSERT_EQ(fstat(fd, &st), 0);
-  std::string object_name = std::to_string(st.st_ino) + ".dat";
+  // ODS object files: objects/HH/HH/<inode as 16 hex digits>.dat
+  char hex[32];
+  snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(st.st_ino));
+  std::string object_name = std::string(hex) + ".dat";
   auto count_objects = [&] {
     std::string out;
     sh("find " + cluster_->dir() + "/ods0 " + cluster_->dir() + "/ods1 " + cluster_->dir() +
