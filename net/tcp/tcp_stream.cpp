@@ -48,8 +48,10 @@ void tune_socket(int fd, const std::string& peer) {
   }
 }
 
-Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer) {
+Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
+                const std::function<void()>& on_block) {
   auto deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+  bool blocked = false;
   int i = 0;
   while (i < iovcnt) {
     if (iov[i].iov_len == 0) {
@@ -63,6 +65,8 @@ Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!blocked && on_block) on_block();
+        blocked = true;
         SURGE_RETURN_IF_ERROR(wait_fd(fd, POLLOUT, deadline, peer, "send to"));
         continue;
       }
@@ -123,6 +127,16 @@ void TcpStream::resume() {
   });
 }
 
+void TcpStream::kick_reader() {
+  // Client side the read side may be idle (replies are read by waiting
+  // callers). If we block writing while the peer blocks writing to us and
+  // nobody reads, both sides stall: so wake the I/O thread first. A pump
+  // that finds the read side busy (a driving caller) just returns.
+  if (!armed_.load(std::memory_order_acquire)) {
+    boost::asio::post(io_, [self = shared_from_this()] { self->pump(); });
+  }
+}
+
 bool TcpStream::probe() {
   if (closed()) return false;
   pollfd p{fd_, POLLRDHUP, 0};
@@ -152,7 +166,7 @@ Status TcpStream::send_frame(const FrameHeader& h, std::span<const iovec> parts)
   }
   std::lock_guard lk(write_mu_);
   if (closed()) return Status::Disconnected("connection to " + peer_ + " is closed");
-  Status st = send_all(fd_, iov, n, peer_);
+  Status st = send_all(fd_, iov, n, peer_, [this] { kick_reader(); });
   if (!st.ok()) fail(st);
   return st;
 }

@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -63,8 +64,10 @@ inline constexpr size_t kMaxIov = 4 + kMaxDescriptors;
 // TCP_NODELAY and large buffers. Failures are logged, not fatal.
 void tune_socket(int fd, const std::string& peer);
 
-// Blocking helpers on a socket, for the client handshake.
-Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer);
+// Blocking helpers on a socket. send_all calls on_block (if given) once,
+// before its first wait for buffer space.
+Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
+                const std::function<void()>& on_block = {});
 Status recv_exact(int fd, std::byte* dst, size_t len,
                   std::chrono::steady_clock::time_point deadline, const std::string& peer);
 
@@ -124,6 +127,9 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   Step advance_direct();
   void deliver(const std::byte* src, size_t n);
   void compact();
+  // Makes sure someone reads this socket: a writer about to block may be
+  // waiting on a peer that is itself blocked writing to us.
+  void kick_reader();
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::socket socket_;

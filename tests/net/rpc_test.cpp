@@ -161,6 +161,45 @@ TEST_F(RpcTest, ThousandConcurrentCallsOnOneConnection) {
   }
 }
 
+TEST_F(RpcTest, PipelinedLargeRepliesDoNotStall) {
+  // Requests and replies both far larger than the socket buffers, all sent
+  // before the first wait: the client must keep reading while it writes.
+  constexpr int kCalls = 100;
+  std::string big(512 * 1024, 'r');
+  // Serial calls read their own replies, leaving the client's I/O thread idle.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(echo(*channel_, "warm").ok());
+  std::vector<PendingCall> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    pt::EchoRequest req;
+    big[0] = static_cast<char>(i);
+    req.set_payload(big);
+    calls.push_back(call_async<pt::TestEchoInline>(*channel_, req, {}, milliseconds(20000)));
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    pt::EchoReply resp;
+    Status st = finish_call<pt::TestEchoInline>(calls[i], &resp);
+    ASSERT_TRUE(st.ok()) << i << ": " << st.ToString();
+    ASSERT_EQ(resp.payload().size(), big.size());
+    ASSERT_EQ(resp.payload()[0], static_cast<char>(i));
+  }
+}
+
+TEST_F(RpcTest, LargeBulkEchoAfterSmallCalls) {
+  // Pulled bytes fill the socket while the server pushes back: the caller is
+  // blocked writing, so someone else must read.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(echo(*channel_, "warm").ok());
+  const size_t n = 48u << 20;
+  auto src = pattern_bytes(n, 21);
+  std::vector<std::byte> dst(n);
+  BulkRegion regions[2] = {{src.data(), n, BulkAccess::kServerPull},
+                           {dst.data(), n, BulkAccess::kServerPush}};
+  pt::BulkReply resp;
+  Status st = channel_->call<pt::TestBulkEcho>(pt::BulkRequest(), &resp, regions,
+                                               milliseconds(20000));
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(src, dst);
+}
+
 TEST_F(RpcTest, ConcurrentCallersShareOneChannel) {
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
