@@ -325,47 +325,49 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
 Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
   const auto& cred = req.cred();
-  auto g = locks_.lock({req.parent()});
-  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "create"));
-  SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayExec, "create"));
-  SURGE_ASSIGN_OR_RETURN(auto existing, find(req.parent(), req.name()));
-  if (existing) {
-    if (req.exclusive()) return Status::AlreadyExists(entry_str(req.parent(), req.name()) + " exists");
-    if (S_ISDIR(existing->type)) {
-      return err::IsDirectory(entry_str(req.parent(), req.name()) + " is a directory");
+  // An unknown session fails the request before anything is created.
+  if (req.session_id() != 0) SURGE_RETURN_IF_ERROR(sessions_->heartbeat(req.session_id()));
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    auto g = locks_.lock({req.parent()});
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "create"));
+    SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayExec, "create"));
+    SURGE_ASSIGN_OR_RETURN(auto existing, find(req.parent(), req.name()));
+    if (existing) {
+      if (req.exclusive()) {
+        return Status::AlreadyExists(entry_str(req.parent(), req.name()) + " exists");
+      }
+      if (S_ISDIR(existing->type)) {
+        return err::IsDirectory(entry_str(req.parent(), req.name()) + " is a directory");
+      }
+      // Opening the existing file needs its lock too; parent-then-child is
+      // not stripe order, so take the pair again in order and re-check.
+      g.release();
+      auto g2 = locks_.lock({req.parent(), existing->child});
+      SURGE_ASSIGN_OR_RETURN(auto again, find(req.parent(), req.name()));
+      if (!again || again->child != existing->child) continue;
+      SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(existing->child, "create"));
+      SURGE_RETURN_IF_ERROR(open_existing_locked(cred, rec, req.flags(), req.session_id(), g2));
+      *out->mutable_attr() = rec.attr();
+      out->set_created(false);
+      return Status::OK();
     }
-    // Opening the existing file: its own lock (parent stays locked so the
-    // entry cannot move; parent before child is not stripe order, so take
-    // the pair again in order and re-check).
+    SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
+    KvBatch b;
+    records::InodeRecord child;
+    SURGE_RETURN_IF_ERROR(
+        add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", b, &child));
+    SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
+    // Record the open before the directory unlocks: an unlink of the new
+    // name must see it open. (A session closed since the check above just
+    // does not hold the file open.)
+    if (req.session_id() != 0) (void)sessions_->add_open(req.session_id(), child.attr().ino());
     g.release();
-    auto g2 = locks_.lock({req.parent(), existing->child});
-    SURGE_ASSIGN_OR_RETURN(auto again, find(req.parent(), req.name()));
-    if (!again || again->child != existing->child) {
-      return Status::Busy("create: " + entry_str(req.parent(), req.name()) +
-                          " changed concurrently, retry");
-    }
-    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(existing->child, "create"));
-    SURGE_RETURN_IF_ERROR(open_existing_locked(cred, rec, req.flags(), req.session_id(), g2));
-    *out->mutable_attr() = rec.attr();
-    out->set_created(false);
+    SURGE_RETURN_IF_ERROR(kv_->make_durable());
+    *out->mutable_attr() = child.attr();
+    out->set_created(true);
     return Status::OK();
   }
-  SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
-  KvBatch b;
-  records::InodeRecord child;
-  SURGE_RETURN_IF_ERROR(
-      add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", b, &child));
-  SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
-  // Record the open before the directory unlocks: an unlink of the new
-  // name must see it open.
-  Status os = req.session_id() != 0 ? sessions_->add_open(req.session_id(), child.attr().ino())
-                                     : Status::OK();
-  g.release();
-  SURGE_RETURN_IF_ERROR(kv_->make_durable());
-  SURGE_RETURN_IF_ERROR(os);
-  *out->mutable_attr() = child.attr();
-  out->set_created(true);
-  return Status::OK();
+  return Status::Busy("create: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
 
 Status Namespace::mknod(const pb::MknodRequest& req, pb::EntryReply* out) {

@@ -562,3 +562,14 @@ TEST_F(NsOps, NoTargetUpFailsCreateWithNoSpace) {
 
 }  // namespace
 }  // namespace surge::mds::testing
+
+namespace surge::mds::testing {
+namespace {
+
+TEST_F(NamespaceTest, CreateWithUnknownSessionCreatesNothing) {
+  EXPECT_EQ(code_of(create(kRoot, "f", 0644, root_cred(), true, /*session=*/777)), Code::kNotFound);
+  EXPECT_EQ(code_of(lookup(kRoot, "f")), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace surge::mds::testing

@@ -1,0 +1,223 @@
+// mds_bench: metadata operations per second through the RPC client, next to
+// the ceiling, raw RocksDB synced writes from as many threads, in the same
+// run, on the same file system.
+//
+//   mds_bench [--clients 8] [--files 2000] [--shared-dir] [--dir /tmp]
+//
+// Starts surge-mds (from $SURGE_BUILD_DIR, or next to this binary's build
+// tree) on a fresh data dir with a synced WAL, registers one placeholder
+// data server so files get layouts, then each client (own connection,
+// one call at a time) creates --files empty files, stats them (lookup),
+// and unlinks them; in its own directory, or all in one with --shared-dir.
+// The ceiling: the same number of threads each doing --files single-key
+// RocksDB writes with WriteOptions::sync = true (RocksDB group commit).
+#include <rocksdb/db.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "net/cluster_key.h"
+#include "net/proto/mds_methods.h"
+#include "net/rpc_channel.h"
+#include "tests/ods/daemon_process.h"
+
+namespace {
+
+using namespace surge;
+namespace pb = surge::proto::mds;
+using Clock = std::chrono::steady_clock;
+
+std::string build_dir_guess() {
+  if (const char* d = std::getenv("SURGE_BUILD_DIR"); d != nullptr && *d != 0) return d;
+  // <build>/tests/mds/mds_bench
+  return std::filesystem::canonical("/proc/self/exe").parent_path().parent_path().parent_path();
+}
+
+// Runs fn(thread_index) on n threads started together; seconds taken.
+double timed(int n, const std::function<void(int)>& fn) {
+  std::barrier sync(n + 1);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < n; ++i) {
+    ts.emplace_back([&, i] {
+      sync.arrive_and_wait();
+      fn(i);
+    });
+  }
+  sync.arrive_and_wait();
+  const auto t0 = Clock::now();
+  for (auto& t : ts) t.join();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double rocksdb_ceiling(const std::string& path, int threads, int per_thread) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.IncreaseParallelism(2);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, path, &raw);
+  if (!s.ok()) {
+    std::fprintf(stderr, "ceiling: cannot open RocksDB at %s: %s\n", path.c_str(), s.ToString().c_str());
+    std::exit(1);
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  const std::string value(160, 'v');  // about an inode record
+  std::atomic<int> errors{0};
+  const double secs = timed(threads, [&](int t) {
+    for (int i = 0; i < per_thread; ++i) {
+      if (!db->Put(w, "k" + std::to_string(t) + "_" + std::to_string(i), value).ok()) ++errors;
+    }
+  });
+  if (errors) std::fprintf(stderr, "ceiling: %d writes failed\n", errors.load());
+  return threads * per_thread / secs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mds_bench: surge-mds create/stat/unlink rate vs raw RocksDB synced writes"};
+  int clients = 8, files = 2000;
+  bool shared = false;
+  std::string base = "/tmp";
+  app.add_option("--clients", clients, "concurrent clients (threads, one connection each)");
+  app.add_option("--files", files, "files per client");
+  app.add_flag("--shared-dir", shared, "all clients in one directory");
+  app.add_option("--dir", base, "where the data dirs go (the file system under test)");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string tmpl = base + "/surge-mds-bench-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() { std::filesystem::remove_all(d); }
+  } cleanup{dir};
+
+  const std::string key_file = dir + "/cluster.key";
+  if (!net::generate_cluster_key(key_file).ok()) return 1;
+  const std::string key = *net::load_cluster_key(key_file);
+  ods::testing::DaemonProcess mds;
+  std::string address;
+  try {
+    address = ods::testing::address_of(mds.start(
+        build_dir_guess() + "/mds/surge-mds",
+        {"--data-dir", dir + "/mds", "--listen", "tcp://127.0.0.1:0", "--cluster-key-file",
+         key_file, "--log-level", "warn"},
+        dir + "/mds.log"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mds_bench: %s\n", e.what());
+    return 1;
+  }
+
+  net::ChannelOptions co;
+  co.cluster_key = key;
+  std::vector<std::shared_ptr<net::RpcChannel>> chans;
+  for (int i = 0; i < clients; ++i) {
+    auto ch = net::RpcChannel::Connect(address, co);
+    if (!ch.ok()) {
+      std::fprintf(stderr, "mds_bench: %s\n", ch.status().ToString().c_str());
+      return 1;
+    }
+    chans.push_back(*ch);
+  }
+  pb::Credentials root;
+  {
+    pb::RegisterTargetRequest r;
+    r.set_address("tcp://127.0.0.1:1");
+    r.set_capacity_bytes(1ull << 40);
+    r.set_free_bytes(1ull << 40);
+    pb::RegisterTargetReply out;
+    if (Status s = chans[0]->call<pb::MdsRegisterTarget>(r, &out); !s.ok()) {
+      std::fprintf(stderr, "mds_bench: register: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  std::vector<uint64_t> dirs(clients);
+  for (int i = 0; i < clients; ++i) {
+    if (shared && i > 0) {
+      dirs[i] = dirs[0];
+      continue;
+    }
+    pb::MkdirRequest r;
+    *r.mutable_cred() = root;
+    r.set_parent(pb::kRootIno);
+    r.set_name("c" + std::to_string(i));
+    r.set_mode(0755);
+    pb::EntryReply out;
+    if (Status s = chans[i]->call<pb::MdsMkdir>(r, &out); !s.ok()) {
+      std::fprintf(stderr, "mds_bench: mkdir: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    dirs[i] = out.attr().ino();
+  }
+  auto name = [](int c, int i) { return "f" + std::to_string(c) + "_" + std::to_string(i); };
+  std::atomic<int> errors{0};
+  auto check = [&](const Status& s) {
+    if (!s.ok() && errors++ == 0) std::fprintf(stderr, "mds_bench: %s\n", s.ToString().c_str());
+  };
+
+  // The machine may be shared: measure the ceiling right before and right
+  // after the MDS runs and compare with their mean.
+  const double ceiling_before = rocksdb_ceiling(dir + "/ceiling1", clients, files);
+  const double t_create = timed(clients, [&](int c) {
+    for (int i = 0; i < files; ++i) {
+      pb::CreateRequest r;
+      *r.mutable_cred() = root;
+      r.set_parent(dirs[c]);
+      r.set_name(name(c, i));
+      r.set_mode(0644);
+      r.set_exclusive(true);
+      pb::EntryReply out;
+      check(chans[c]->call<pb::MdsCreate>(r, &out));
+    }
+  });
+  const double t_stat = timed(clients, [&](int c) {
+    for (int i = 0; i < files; ++i) {
+      pb::LookupRequest r;
+      *r.mutable_cred() = root;
+      r.set_parent(dirs[c]);
+      r.set_name(name(c, i));
+      pb::EntryReply out;
+      check(chans[c]->call<pb::MdsLookup>(r, &out));
+    }
+  });
+  const double t_unlink = timed(clients, [&](int c) {
+    for (int i = 0; i < files; ++i) {
+      pb::UnlinkRequest r;
+      *r.mutable_cred() = root;
+      r.set_parent(dirs[c]);
+      r.set_name(name(c, i));
+      pb::UnlinkReply out;
+      check(chans[c]->call<pb::MdsUnlink>(r, &out));
+    }
+  });
+  chans.clear();
+  mds.stop();
+
+  const double ceiling_after = rocksdb_ceiling(dir + "/ceiling2", clients, files);
+  const double ceiling = (ceiling_before + ceiling_after) / 2;
+  const double n = static_cast<double>(clients) * files;
+  std::printf("mds_bench: %d clients x %d files, %s, synced WAL, data in %s\n", clients, files,
+              shared ? "one shared directory" : "a directory per client", base.c_str());
+  std::printf("  %-34s %10.0f ops/s\n", "create (RPC)", n / t_create);
+  std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC)", n / t_stat);
+  std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC)", n / t_unlink);
+  std::printf("  %-34s %10.0f ops/s (before %.0f, after %.0f)\n",
+              "ceiling: RocksDB Put, sync=true", ceiling, ceiling_before, ceiling_after);
+  std::printf("  create / ceiling = %.2f\n", n / t_create / ceiling);
+  if (errors) {
+    std::fprintf(stderr, "mds_bench: %d operations failed\n", errors.load());
+    return 1;
+  }
+  return 0;
+}
