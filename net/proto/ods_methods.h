@@ -14,5 +14,6 @@ using OdsRemove = net::MethodDef<kServiceOds, 4, RemoveRequest, RemoveReply>;
 using OdsStat = net::MethodDef<kServiceOds, 5, StatRequest, StatReply>;
 using OdsSync = net::MethodDef<kServiceOds, 6, SyncRequest, SyncReply>;
 using OdsStatFs = net::MethodDef<kServiceOds, 7, StatFsRequest, StatFsReply>;
+using OdsScrub = net::MethodDef<kServiceOds, 8, ScrubRequest, ScrubReply>;
 
 }  // namespace surge::proto::ods

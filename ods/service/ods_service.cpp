@@ -79,6 +79,8 @@ void OdsService::register_handlers(net::RpcServer& server) {
       [this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) { return stat(q, r); });
   server.add<pb::OdsSync>(
       [this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) { return sync(q, r); });
+  server.add<pb::OdsScrub>(
+      [this](net::RpcContext&, const pb::ScrubRequest& q, pb::ScrubReply& r) { return scrub(q, r); });
   server.add<pb::OdsStatFs>(
       [this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) { return statfs(q, r); });
 }
@@ -206,6 +208,25 @@ Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
   resp.set_capacity_bytes(s.capacity_bytes);
   resp.set_free_bytes(s.free_bytes);
   resp.set_objects(s.objects);
+  return Status::OK();
+}
+
+Status OdsService::scrub(const pb::ScrubRequest& req, pb::ScrubReply& resp) {
+  InflightGuard g(inflight_);
+  if (req.dir_count() == 0 || req.dir_count() > 4096 || req.first_dir() >= ObjectStore::kFanoutDirs) {
+    return Status::InvalidArgument("scrub: directories [" + std::to_string(req.first_dir()) + ", +" +
+                                   std::to_string(req.dir_count()) + ") out of range (65536 of them, 4096 at most)");
+  }
+  ObjectStore::ScrubStats stats;
+  SURGE_RETURN_IF_ERROR(store_.scrub(req.first_dir(), req.dir_count(), 1024, stats));
+  resp.set_objects_checked(stats.objects);
+  resp.set_bytes_checked(stats.bytes);
+  for (const auto& [id, off] : stats.bad) {
+    auto* b = resp.add_bad_blocks();
+    b->set_object_id(id);
+    b->set_offset(off);
+  }
+  resp.set_next_dir(std::min<uint32_t>(ObjectStore::kFanoutDirs, req.first_dir() + req.dir_count()));
   return Status::OK();
 }
 

@@ -59,6 +59,7 @@ class OdsService {
   Status stat(const proto::ods::StatRequest& req, proto::ods::StatReply& resp);
   Status sync(const proto::ods::SyncRequest& req, proto::ods::SyncReply& resp);
   Status statfs(const proto::ods::StatFsRequest& req, proto::ods::StatFsReply& resp);
+  Status scrub(const proto::ods::ScrubRequest& req, proto::ods::ScrubReply& resp);
 
  private:
   size_t chunk_size() const { return chunk_; }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -744,6 +745,50 @@ Status ObjectStore::verify(uint64_t id) {
   SURGE_ASSIGN_OR_RETURN(auto obj, get(id, false));
   std::shared_lock lk(obj->mu);
   return verify_locked(*obj);
+}
+
+Status ObjectStore::scrub(uint32_t first_dir, uint32_t count, size_t max_bad, ScrubStats& out) {
+  for (uint32_t d = first_dir; d < kFanoutDirs && d < first_dir + count; ++d) {
+    // Directory d holds the ids whose mix() has low byte d & 0xff and next
+    // byte d >> 8 (see fanout_dir).
+    char sub[8];
+    std::snprintf(sub, sizeof sub, "%02x/%02x", d & 0xff, d >> 8);
+    std::string dir = options_.data_dir + "/objects/" + sub;
+    DIR* dh = ::opendir(dir.c_str());
+    if (dh == nullptr) {
+      if (errno == ENOENT) continue;
+      return errno_status(errno, "scrub: open directory " + dir);
+    }
+    std::vector<uint64_t> ids;
+    while (dirent* e = ::readdir(dh)) {
+      std::string_view n = e->d_name;
+      if (n.size() != 20 || n.substr(16) != ".dat") continue;
+      ids.push_back(std::strtoull(std::string(n.substr(0, 16)).c_str(), nullptr, 16));
+    }
+    ::closedir(dh);
+    for (uint64_t id : ids) {
+      auto got = get(id, false);
+      if (!got.ok()) {
+        if (got.status().code() == Code::kNotFound) continue;  // removed meanwhile
+        return got.status();
+      }
+      ObjectFile& obj = **got;
+      std::shared_lock lk(obj.mu);
+      const uint64_t blocks = (obj.size + kBlockSize - 1) / kBlockSize;
+      std::array<std::byte, kBlockSize> buf;
+      for (uint64_t b = 0; b < blocks; ++b) {
+        Status st = read_block(obj, b, buf.data());
+        if (st.code() == Code::kCorruption) {
+          if (out.bad.size() < max_bad) out.bad.emplace_back(id, b * kBlockSize);
+        } else if (!st.ok()) {
+          return st;
+        }
+      }
+      ++out.objects;
+      out.bytes += obj.size;
+    }
+  }
+  return Status::OK();
 }
 
 Status ObjectStore::verify_locked(ObjectFile& obj) {

@@ -34,6 +34,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "ods/store/object_file.h"
@@ -91,6 +93,17 @@ class ObjectStore {
 
   // Verifies every block of one object; Corruption names the first bad one.
   Status verify(uint64_t id);
+
+  // Scrub: verifies every block of every object in fan-out directories
+  // [first_dir, first_dir + count) (of kFanoutDirs), appending the offsets
+  // of bad blocks (up to max_bad in all). Other errors stop it.
+  static constexpr uint32_t kFanoutDirs = 65536;
+  struct ScrubStats {
+    uint64_t objects = 0;
+    uint64_t bytes = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> bad;  // (object id, block offset)
+  };
+  Status scrub(uint32_t first_dir, uint32_t count, size_t max_bad, ScrubStats& out);
 
   const ObjectStoreOptions& options() const { return options_; }
   // Paths of an object's files (tests corrupt them on purpose).

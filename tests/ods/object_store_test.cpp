@@ -278,6 +278,24 @@ TEST(ObjectStore, CorruptionInASyncedObjectSurvivesReopen) {
   EXPECT_EQ(s->read(17, kBlockSize, buf).status().code(), Code::kCorruption);
 }
 
+TEST(ObjectStore, ScrubWalksEveryObjectAndNamesEveryBadBlock) {
+  TempDir dir;
+  auto s = open_store(dir.path());
+  for (uint64_t id = 1; id <= 20; ++id) ASSERT_TRUE(write_bytes(*s, id, 0, pattern(3 * kBlockSize, 1)).ok());
+  flip_byte(s->data_path(7), 2 * kBlockSize + 1);
+  flip_byte(s->data_path(13), 0);
+  flip_byte(s->crc_path(13), kCrcEntrySize + 2);
+  ObjectStore::ScrubStats st;
+  for (uint32_t d = 0; d < ObjectStore::kFanoutDirs; d += 4096) {
+    ASSERT_TRUE(s->scrub(d, 4096, 100, st).ok());
+  }
+  EXPECT_EQ(st.objects, 20u);
+  EXPECT_EQ(st.bytes, 20 * 3 * kBlockSize);
+  std::sort(st.bad.begin(), st.bad.end());
+  std::vector<std::pair<uint64_t, uint64_t>> want = {{7, 2 * kBlockSize}, {13, 0}, {13, kBlockSize}};
+  EXPECT_EQ(st.bad, want);
+}
+
 TEST(ObjectStore, RejectsObjectZeroAndRangesPastTheMaximum) {
   TempDir dir;
   ObjectStoreOptions o;

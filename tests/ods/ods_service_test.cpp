@@ -277,6 +277,29 @@ TEST_F(OdsServiceTest, FlippedByteOnDiskIsACorruptionReplyOtherBlocksRead) {
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(*ok, std::vector<std::byte>(d.begin(), d.begin() + 2 * 4096));
   EXPECT_TRUE(client_->read(12, 3 * 4096, 4096).ok());
+
+  // A scrub over all fan-out directories finds exactly that block.
+  std::vector<std::pair<uint64_t, uint64_t>> bad;
+  uint64_t objects = 0;
+  for (uint32_t dir = 0; dir < 65536;) {
+    pb::ScrubRequest q;
+    q.set_first_dir(dir);
+    q.set_dir_count(4096);
+    pb::ScrubReply a;
+    Status st = client_->channel().call<pb::OdsScrub>(q, &a);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    objects += a.objects_checked();
+    for (const auto& b : a.bad_blocks()) bad.emplace_back(b.object_id(), b.offset());
+    ASSERT_GT(a.next_dir(), dir);
+    dir = a.next_dir();
+  }
+  EXPECT_EQ(objects, 1u);
+  EXPECT_EQ(bad, (std::vector<std::pair<uint64_t, uint64_t>>{{12, 2 * 4096}}));
+  pb::ScrubRequest q;
+  q.set_first_dir(0);
+  q.set_dir_count(0);
+  pb::ScrubReply a;
+  EXPECT_EQ(client_->channel().call<pb::OdsScrub>(q, &a).code(), Code::kInvalidArgument);
 }
 
 }  // namespace
