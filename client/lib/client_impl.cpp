@@ -219,6 +219,20 @@ Status ClientImpl::reopen_session() {
   return Status::OK();
 }
 
+bool ClientImpl::renew_session_after(const Status& failed, uint64_t used) {
+  const std::string& m = failed.message();
+  if (failed.code() != Code::kNotFound || m.rfind("session ", 0) != 0 ||
+      m.find("unknown") == std::string::npos) {
+    return false;
+  }
+  std::lock_guard lk(session_mu_);
+  if (session() != used) return true;  // another thread renewed it already
+  SLOG_WARN("client: MDS does not know session {} (restarted?); opening a new one", used);
+  Status st = reopen_session();
+  if (!st.ok()) SLOG_WARN("client: {}", st.ToString());
+  return st.ok();
+}
+
 void ClientImpl::background_loop() {
   auto next_heartbeat = std::chrono::steady_clock::now() + heartbeat_interval_;
   auto tick = std::min(options_.size_report_interval, heartbeat_interval_);
@@ -247,9 +261,7 @@ void ClientImpl::background_loop() {
       if (s.ok()) {
         map_->note_version(resp.map_version());
       } else if (s.code() == Code::kNotFound) {
-        SLOG_WARN("client: MDS forgot session {} (restart?); opening a new one", session());
-        Status r = reopen_session();
-        if (!r.ok()) SLOG_WARN("client: {}", r.ToString());
+        (void)renew_session_after(s, req.session_id());
         map_->mark_stale();
       } else {
         SLOG_WARN("client: session heartbeat: {}", s.ToString());
@@ -593,11 +605,16 @@ std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& p
 Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c) {
   mds::OpenRequest req;
   *req.mutable_cred() = cred_to_proto(c);
-  req.set_session_id(session());
   req.set_ino(ino);
   req.set_flags(static_cast<uint32_t>(flags));
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsOpen>(req, &resp));
+  for (int attempt = 0;; ++attempt) {
+    uint64_t sid = session();
+    req.set_session_id(sid);
+    Status st = mds_->call<mds::MdsOpen>(req, &resp);
+    if (st.ok()) break;
+    if (attempt > 0 || !renew_session_after(st, sid)) return st;
+  }
   Attr a = attr_from_proto(resp.attr());
   auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c);
   f->owner = this;
@@ -612,9 +629,15 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
   req.set_name(std::string(name));
   req.set_mode(mode & 07777);
   req.set_exclusive((flags & O_EXCL) != 0);
-  req.set_session_id(session());
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsCreate>(req, &resp));
+  for (int attempt = 0;; ++attempt) {
+    uint64_t sid = session();
+    req.set_session_id(sid);
+    Status st = mds_->call<mds::MdsCreate>(req, &resp);
+    if (st.ok()) break;
+    // An unknown session fails a create before anything is created.
+    if (attempt > 0 || !renew_session_after(st, sid)) return st;
+  }
   Attr a = attr_from_proto(resp.attr());
   if (!resp.created() && (flags & O_TRUNC) && a.size > 0) {
     // An existing file opened with O_CREAT|O_TRUNC: truncate it now.
@@ -740,7 +763,10 @@ Status ClientImpl::close_handle(FileImpl& f) {
   req.set_ino(f.ino());
   mds::CloseReply resp;
   Status s = mds_->call<mds::MdsClose>(req, &resp);
-  if (!s.ok() && first.ok()) first = s.WithContext("closing inode " + std::to_string(f.ino()));
+  // A session the MDS forgot holds no opens to release.
+  if (!s.ok() && first.ok() && s.code() != Code::kNotFound) {
+    first = s.WithContext("closing inode " + std::to_string(f.ino()));
+  }
   return first;
 }
 

@@ -120,6 +120,11 @@ class ClientImpl : public Client {
   Status report_size(InodeState& st, bool force);
   void background_loop();
   Status reopen_session();
+  // After an MDS restart our session id is unknown there: open a new one
+  // (once, however many threads notice) when `failed` says so and the
+  // session is still `used`. True when the caller should retry.
+  bool renew_session_after(const Status& failed, uint64_t used);
+  std::mutex session_mu_;
   uint64_t session() const { return session_id_.load(); }
 
   ClientOptions options_;

@@ -123,7 +123,9 @@ TEST(Faults, MdsRestartUnderAMount) {
   ASSERT_TRUE(c->kill_mds().ok());
   ASSERT_TRUE(c->start_mds().ok());
   // Same mount, no remount: old data there, new operations work.
-  EXPECT_EQ(*read_file(*m + "/kept"), "acknowledged before the restart");
+  auto kept = read_file(*m + "/kept");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(*kept, "acknowledged before the restart");
   EXPECT_TRUE(mount_works(*m, "after-mds-restart", 25));
   EXPECT_EQ(::mkdir((*m + "/newdir").c_str(), 0755), 0) << strerror(errno);
   struct stat st;
