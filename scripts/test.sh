@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# ccache hits across clones and build dirs: paths are hashed relative to here.
+export CCACHE_BASEDIR="$PWD"
 BUILD=${SURGE_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSURGE_WERROR=ON
 cmake --build "$BUILD" -j "$(nproc)"
