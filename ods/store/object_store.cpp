@@ -20,6 +20,7 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "ods/store/block_checksum.h"
+#include "ods/store/crash_points.h"
 
 namespace surge::ods {
 namespace {
@@ -537,9 +538,11 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
   int fd = (obj->direct_fd >= 0 && segments_aligned(data, offset)) ? obj->direct_fd : obj->data_fd;
   Status st = pwritev_all(fd, data, offset, "object " + std::to_string(id) + " " + obj->data_path);
   if (!st.ok()) return undo(std::move(st));
+  crash_point("after_data_write");
   iovec cv{crcs.data(), crcs.size() * kCrcEntrySize};
   st = pwritev_all(obj->crc_fd, {&cv, 1}, b0 * kCrcEntrySize, "checksums of object " + std::to_string(id));
   if (!st.ok()) return undo(std::move(st));
+  crash_point("after_crc_write");
   obj->size = std::max(old_size, end);
   if (sync) SURGE_RETURN_IF_ERROR(sync_object(*obj));
   return obj->size;

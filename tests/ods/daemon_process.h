@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace surge::ods::testing {
@@ -43,6 +44,9 @@ class DaemonProcess {
   DaemonProcess& operator=(const DaemonProcess&) = delete;
   ~DaemonProcess() { kill(SIGKILL); }
 
+  // Extra environment for the next start() (e.g. crash points).
+  void set_env(std::vector<std::pair<std::string, std::string>> env) { env_ = std::move(env); }
+
   // Starts binary with args, stderr to log_path; returns the first stdout
   // line containing "listening on" (throws after the timeout).
   std::string start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
@@ -58,6 +62,7 @@ class DaemonProcess {
       if (err >= 0) ::dup2(err, 2);
       // Die with the test, whatever kills it.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(binary.c_str()));
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -126,6 +131,7 @@ class DaemonProcess {
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  std::vector<std::pair<std::string, std::string>> env_;
 };
 
 // "surge-ods listening on tcp://127.0.0.1:4000 target 3" -> the address.
