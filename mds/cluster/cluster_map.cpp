@@ -76,8 +76,8 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
     next_id_ = id + 1;  // a target keeps the id it has, even one we forgot
   }
   TargetInfo& t = targets_[id];
-  const bool changed = t.target_id() != id || t.address() != req.address() ||
-                       t.state() != proto::mds::TARGET_UP;
+  const bool changed =
+      t.target_id() != id || t.address() != req.address() || t.state() != proto::mds::TARGET_UP;
   t.set_target_id(id);
   t.set_address(req.address());
   t.set_capacity_bytes(req.capacity_bytes());

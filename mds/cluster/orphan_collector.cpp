@@ -7,10 +7,16 @@ namespace surge::mds {
 
 OrphanCollector::OrphanCollector(Namespace* ns, ClusterMap* map, SessionTable* sessions,
                                  ObjectTargets* objects, OrphanCollectorOptions options)
-    : ns_(ns), map_(map), sessions_(sessions), objects_(objects), opts_(options),
+    : ns_(ns),
+      map_(map),
+      sessions_(sessions),
+      objects_(objects),
+      opts_(options),
       started_(std::chrono::steady_clock::now()) {}
 
-OrphanCollector::~OrphanCollector() { stop(); }
+OrphanCollector::~OrphanCollector() {
+  stop();
+}
 
 Result<CollectStats> OrphanCollector::collect_once() {
   CollectStats st;

@@ -34,7 +34,7 @@ struct OrphanCollectorOptions {
 struct CollectStats {
   uint64_t collected = 0;  // inodes deleted
   uint64_t still_open = 0;
-  uint64_t deferred = 0;   // a target was down or failed; retried later
+  uint64_t deferred = 0;  // a target was down or failed; retried later
 };
 
 class OrphanCollector {

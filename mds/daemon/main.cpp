@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
   std::string config_file, data_dir, listen, key_file, log_level, log_file;
   bool check = false;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--config", config_file, "TOML settings file (mds/surge-mds.toml lists every key)");
+  app.add_option("--config", config_file,
+                 "TOML settings file (mds/surge-mds.toml lists every key)");
   auto* o_data = app.add_option("--data-dir", data_dir, "metadata directory");
   auto* o_listen = app.add_option("--listen", listen, "tcp://HOST:PORT or rdma://HOST:PORT");
   auto* o_key = app.add_option("--cluster-key-file", key_file, "cluster key file");
@@ -179,7 +180,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
     return 2;
   }
-  if (Status st = init_logging(check ? "warn" : cfg.log_level, cfg.log_file, "surge-mds"); !st.ok()) {
+  if (Status st = init_logging(check ? "warn" : cfg.log_level, cfg.log_file, "surge-mds");
+      !st.ok()) {
     std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
     return 2;
   }

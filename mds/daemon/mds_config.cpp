@@ -79,7 +79,8 @@ Status load_config_file(const std::string& path, MdsConfig& c) {
   for (const auto& [sk, sv] : root) {
     const std::string section(sk.str());
     auto s = known.find(section);
-    if (s == known.end()) return Status::InvalidArgument(path + ": unknown section [" + section + "]");
+    if (s == known.end())
+      return Status::InvalidArgument(path + ": unknown section [" + section + "]");
     const toml::table* t = sv.as_table();
     if (t == nullptr) return Status::InvalidArgument(path + ": " + section + " must be a table");
     for (const auto& [kk, kv] : *t) {

@@ -1,11 +1,11 @@
 // RocksKvStore implementation. See rocksdb_kv_store.h.
 #include "mds/kv/rocksdb_kv_store.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
-#include <rocksdb/cache.h>
-#include <rocksdb/filter_policy.h>
 #include <rocksdb/utilities/optimistic_transaction_db.h>
 #include <rocksdb/utilities/transaction.h>
 
@@ -37,15 +37,15 @@ struct RocksKvStore::Impl {
   RocksKvOptions opts;
   rocksdb::OptimisticTransactionDB* txdb = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> cfs;
-  rocksdb::WriteOptions wopts;        // durable commits
+  rocksdb::WriteOptions wopts;         // durable commits
   rocksdb::WriteOptions wopts_nosync;  // deferred commits
 
   // Group sync: 'written' counts deferred commits; a make_durable() caller
   // waits until a sync that started after its call has finished.
   std::mutex sync_mu;
   std::condition_variable sync_cv;
-  uint64_t sync_started = 0;   // generation of the last sync that began
-  uint64_t sync_done = 0;      // generation of the last sync that finished
+  uint64_t sync_started = 0;  // generation of the last sync that began
+  uint64_t sync_done = 0;     // generation of the last sync that finished
   bool syncing = false;
   Status last_sync_status;
 
@@ -55,7 +55,9 @@ struct RocksKvStore::Impl {
 
 RocksKvStore::RocksKvStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-RocksKvStore::~RocksKvStore() { (void)close(); }
+RocksKvStore::~RocksKvStore() {
+  (void)close();
+}
 
 Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& options) {
   auto impl = std::make_unique<Impl>();
@@ -80,8 +82,8 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& o
   for (const char* n : kCfNames) descs.emplace_back(n, cfo);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::OptimisticTransactionDB* txdb = nullptr;
-  rocksdb::Status s = rocksdb::OptimisticTransactionDB::Open(dbo, options.path, descs, &handles,
-                                                             &txdb);
+  rocksdb::Status s =
+      rocksdb::OptimisticTransactionDB::Open(dbo, options.path, descs, &handles, &txdb);
   if (!s.ok()) return from_rocks(s, "cannot open RocksDB at " + options.path);
   impl->txdb = txdb;
   // handles[0] is the default family, unused but must be destroyed.
@@ -95,8 +97,8 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& o
 Status RocksKvStore::close() {
   if (impl_ == nullptr || impl_->txdb == nullptr) return Status::OK();
   rocksdb::FlushOptions fo;
-  rocksdb::Status fs = impl_->db()->Flush(fo, std::vector<rocksdb::ColumnFamilyHandle*>(
-                                                  impl_->cfs.begin(), impl_->cfs.end() - 1));
+  rocksdb::Status fs = impl_->db()->Flush(
+      fo, std::vector<rocksdb::ColumnFamilyHandle*>(impl_->cfs.begin(), impl_->cfs.end() - 1));
   for (auto* h : impl_->cfs) impl_->txdb->DestroyColumnFamilyHandle(h);
   impl_->cfs.clear();
   rocksdb::Status cs = impl_->db()->Close();
@@ -108,8 +110,8 @@ Status RocksKvStore::close() {
 
 Result<std::optional<std::string>> RocksKvStore::get(Space sp, std::string_view key) {
   std::string v;
-  rocksdb::Status s =
-      impl_->db()->Get(rocksdb::ReadOptions(), impl_->cf(sp), rocksdb::Slice(key.data(), key.size()), &v);
+  rocksdb::Status s = impl_->db()->Get(rocksdb::ReadOptions(), impl_->cf(sp),
+                                       rocksdb::Slice(key.data(), key.size()), &v);
   if (s.IsNotFound()) return std::optional<std::string>();
   if (!s.ok()) return from_rocks(s, "RocksDB get");
   return std::optional<std::string>(std::move(v));

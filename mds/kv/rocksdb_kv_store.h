@@ -16,7 +16,7 @@ namespace surge::mds {
 
 struct RocksKvOptions {
   std::string path;
-  bool sync = true;             // fsync the WAL on every commit
+  bool sync = true;  // fsync the WAL on every commit
   bool create_if_missing = true;
   size_t block_cache_bytes = 64 << 20;
 };

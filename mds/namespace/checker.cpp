@@ -17,8 +17,8 @@ struct Node {
   uint32_t mode = 0;
   uint32_t nlink = 0;
   uint64_t parent = 0;
-  uint32_t links = 0;      // entries pointing here
-  uint32_t subdirs = 0;    // entries here that are directories
+  uint32_t links = 0;         // entries pointing here
+  uint32_t subdirs = 0;       // entries here that are directories
   uint64_t entry_parent = 0;  // directory holding the (last) entry seen
 };
 constexpr size_t kMaxProblems = 1000;
@@ -37,49 +37,54 @@ Result<CheckReport> check_namespace(KvStore* kv) {
     if (rep.problems.size() < kMaxProblems) rep.problems.push_back(std::move(p));
   };
   std::unordered_map<uint64_t, Node> nodes;
-  SURGE_RETURN_IF_ERROR(kv->scan(Space::kInodes, "", "", [&](std::string_view k, std::string_view v) {
-    ++rep.inodes;
-    records::InodeRecord r;
-    if (k.size() != 8 || !r.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
-      problem("unreadable inode record");
-      return true;
-    }
-    const uint64_t ino = keys::get_be64(k);
-    if (r.attr().ino() != ino) problem("inode " + std::to_string(ino) + " records number " + std::to_string(r.attr().ino()));
-    Node& n = nodes[ino];
-    n.mode = r.attr().mode();
-    n.nlink = r.attr().nlink();
-    n.parent = r.parent();
-    return true;
-  }));
-  SURGE_RETURN_IF_ERROR(kv->scan(Space::kDentries, "", "", [&](std::string_view k, std::string_view v) {
-    ++rep.dentries;
-    uint64_t parent, cookie;
-    std::string_view name;
-    keys::DentryValue d;
-    if (!keys::decode_dentry_key(k, &parent, &cookie, &name) || !keys::decode_dentry(v, &d)) {
-      problem("unreadable directory entry");
-      return true;
-    }
-    const std::string where = "entry '" + std::string(name) + "' in directory " + std::to_string(parent);
-    if (cookie != keys::name_cookie(name)) problem(where + " is filed under the wrong cookie");
-    auto p = nodes.find(parent);
-    if (p == nodes.end()) {
-      problem(where + ": the directory does not exist");
-    } else if (!S_ISDIR(p->second.mode)) {
-      problem(where + ": the parent is not a directory");
-    }
-    auto c = nodes.find(d.child);
-    if (c == nodes.end()) {
-      problem(where + " points to missing inode " + std::to_string(d.child));
-      return true;
-    }
-    if ((c->second.mode & S_IFMT) != d.type) problem(where + " records the wrong file type");
-    ++c->second.links;
-    c->second.entry_parent = parent;
-    if (S_ISDIR(c->second.mode) && p != nodes.end()) ++p->second.subdirs;
-    return true;
-  }));
+  SURGE_RETURN_IF_ERROR(
+      kv->scan(Space::kInodes, "", "", [&](std::string_view k, std::string_view v) {
+        ++rep.inodes;
+        records::InodeRecord r;
+        if (k.size() != 8 || !r.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+          problem("unreadable inode record");
+          return true;
+        }
+        const uint64_t ino = keys::get_be64(k);
+        if (r.attr().ino() != ino)
+          problem("inode " + std::to_string(ino) + " records number " +
+                  std::to_string(r.attr().ino()));
+        Node& n = nodes[ino];
+        n.mode = r.attr().mode();
+        n.nlink = r.attr().nlink();
+        n.parent = r.parent();
+        return true;
+      }));
+  SURGE_RETURN_IF_ERROR(
+      kv->scan(Space::kDentries, "", "", [&](std::string_view k, std::string_view v) {
+        ++rep.dentries;
+        uint64_t parent, cookie;
+        std::string_view name;
+        keys::DentryValue d;
+        if (!keys::decode_dentry_key(k, &parent, &cookie, &name) || !keys::decode_dentry(v, &d)) {
+          problem("unreadable directory entry");
+          return true;
+        }
+        const std::string where =
+            "entry '" + std::string(name) + "' in directory " + std::to_string(parent);
+        if (cookie != keys::name_cookie(name)) problem(where + " is filed under the wrong cookie");
+        auto p = nodes.find(parent);
+        if (p == nodes.end()) {
+          problem(where + ": the directory does not exist");
+        } else if (!S_ISDIR(p->second.mode)) {
+          problem(where + ": the parent is not a directory");
+        }
+        auto c = nodes.find(d.child);
+        if (c == nodes.end()) {
+          problem(where + " points to missing inode " + std::to_string(d.child));
+          return true;
+        }
+        if ((c->second.mode & S_IFMT) != d.type) problem(where + " records the wrong file type");
+        ++c->second.links;
+        c->second.entry_parent = parent;
+        if (S_ISDIR(c->second.mode) && p != nodes.end()) ++p->second.subdirs;
+        return true;
+      }));
   std::set<uint64_t> orphans;
   SURGE_RETURN_IF_ERROR(kv->scan(Space::kSystem, keys::kOrphanPrefix, keys::kOrphanEnd,
                                  [&](std::string_view k, std::string_view) {
@@ -94,14 +99,16 @@ Result<CheckReport> check_namespace(KvStore* kv) {
   }));
 
   const uint64_t root = proto::mds::kRootIno;
-  if (nodes.count(root) == 0 || !S_ISDIR(nodes[root].mode)) problem("the root directory is missing");
+  if (nodes.count(root) == 0 || !S_ISDIR(nodes[root].mode))
+    problem("the root directory is missing");
   for (uint64_t o : orphans) {
     auto it = nodes.find(o);
     if (it == nodes.end()) {
       problem("orphan " + std::to_string(o) + " has no inode");
     } else if (it->second.nlink != 0 || it->second.links != 0) {
       problem("orphan " + std::to_string(o) + " still has links (nlink " +
-              std::to_string(it->second.nlink) + ", entries " + std::to_string(it->second.links) + ")");
+              std::to_string(it->second.nlink) + ", entries " + std::to_string(it->second.links) +
+              ")");
     }
   }
   for (const auto& [ino, n] : nodes) {

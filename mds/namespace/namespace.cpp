@@ -23,7 +23,9 @@ constexpr const char* kFormatVersion = "1";
 constexpr uint32_t kMaxLinks = 65000;
 constexpr int kMaxAttempts = 100;
 
-std::string ino_str(uint64_t ino) { return "inode " + std::to_string(ino); }
+std::string ino_str(uint64_t ino) {
+  return "inode " + std::to_string(ino);
+}
 std::string entry_str(uint64_t parent, const std::string& name) {
   return "'" + name + "' in directory " + std::to_string(parent);
 }
@@ -37,11 +39,11 @@ uint64_t Namespace::now_ns() {
 
 Status Namespace::validate_name(const std::string& name) {
   if (name.size() > 255) {
-    return err::NameTooLong("name of " + std::to_string(name.size()) +
-                               " bytes is longer than 255");
+    return err::NameTooLong("name of " + std::to_string(name.size()) + " bytes is longer than 255");
   }
   if (name.empty()) return Status::InvalidArgument("empty name");
-  if (name == "." || name == "..") return Status::InvalidArgument("name '" + name + "' is reserved");
+  if (name == "." || name == "..")
+    return Status::InvalidArgument("name '" + name + "' is reserved");
   if (name.find('/') != std::string::npos) {
     return Status::InvalidArgument("name '" + name + "' contains '/'");
   }
@@ -61,8 +63,9 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
       return false;
     }));
     if (has_inodes) {
-      return Status::Corruption("metadata store holds inodes but no file system id: not formatted "
-                                "by surge-mds, or damaged");
+      return Status::Corruption(
+          "metadata store holds inodes but no file system id: not formatted "
+          "by surge-mds, or damaged");
     }
     uint64_t id = expect_fs_id;
     std::random_device rd;
@@ -95,8 +98,8 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
     return Status::Corruption("metadata store is damaged: file system id or format marker missing");
   }
   if (*format != kFormatVersion) {
-    return Status::Corruption("metadata store has format '" + *format + "', this surge-mds reads '" +
-                              kFormatVersion + "'");
+    return Status::Corruption("metadata store has format '" + *format +
+                              "', this surge-mds reads '" + kFormatVersion + "'");
   }
   const uint64_t id = keys::get_be64(*fsid);
   if (expect_fs_id != 0 && id != expect_fs_id) {
@@ -178,8 +181,8 @@ void Namespace::put_inode(KvBatch& b, const records::InodeRecord& r) {
 
 Result<bool> Namespace::dir_empty(uint64_t ino) {
   bool empty = true;
-  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kDentries, keys::dentry_from(ino, 0), keys::dentry_end(ino),
-                                  [&](std::string_view, std::string_view) {
+  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kDentries, keys::dentry_from(ino, 0),
+                                  keys::dentry_end(ino), [&](std::string_view, std::string_view) {
                                     empty = false;
                                     return false;
                                   }));
@@ -254,7 +257,8 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   a->set_generation(1);
   if (type == S_IFREG) {
     SURGE_ASSIGN_OR_RETURN(pb::Layout want, effective_dir_layout(parent));
-    SURGE_ASSIGN_OR_RETURN(pb::Layout l, map_->pick_layout(want.stripe_size(), want.stripe_count()));
+    SURGE_ASSIGN_OR_RETURN(pb::Layout l,
+                           map_->pick_layout(want.stripe_size(), want.stripe_count()));
     *a->mutable_layout() = std::move(l);
   } else if (type == S_IFDIR) {
     child->set_parent(pa->ino());
@@ -404,7 +408,7 @@ Status Namespace::symlink(const pb::SymlinkRequest& req, pb::EntryReply* out) {
   if (req.target().empty()) return Status::NotFound("symlink: empty target");
   if (req.target().size() >= 4096) {
     return err::NameTooLong("symlink: target of " + std::to_string(req.target().size()) +
-                               " bytes is longer than 4095");
+                            " bytes is longer than 4095");
   }
   if (req.target().find('\0') != std::string::npos) {
     return Status::InvalidArgument("symlink: target contains a NUL byte");
@@ -460,14 +464,12 @@ Status Namespace::unlink(const pb::UnlinkRequest& req) {
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "unlink"));
     SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "unlink"));
     if (S_ISDIR(c.attr().mode())) {
-      return err::IsDirectory("unlink: " + entry_str(req.parent(), req.name()) +
-                                 " is a directory");
+      return err::IsDirectory("unlink: " + entry_str(req.parent(), req.name()) + " is a directory");
     }
     SURGE_RETURN_IF_ERROR(check_sticky(cred, p.attr(), c.attr(), "unlink"));
     const uint64_t now = now_ns();
     KvBatch b;
-    b.check(Space::kDentries, keys::dentry(req.parent(), req.name()),
-            keys::encode_dentry(*d));
+    b.check(Space::kDentries, keys::dentry(req.parent(), req.name()), keys::encode_dentry(*d));
     b.del(Space::kDentries, keys::dentry(req.parent(), req.name()));
     p.mutable_attr()->set_mtime_ns(now);
     p.mutable_attr()->set_ctime_ns(now);
@@ -497,7 +499,7 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req) {
     SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "rmdir"));
     if (!S_ISDIR(c.attr().mode())) {
       return err::NotDirectory("rmdir: " + entry_str(req.parent(), req.name()) +
-                                  " is not a directory");
+                               " is not a directory");
     }
     SURGE_RETURN_IF_ERROR(check_sticky(cred, p.attr(), c.attr(), "rmdir"));
     SURGE_ASSIGN_OR_RETURN(bool empty, dir_empty(c.attr().ino()));
@@ -525,14 +527,17 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   if (S_ISDIR(c.attr().mode())) {
     return Status::NotPermitted("link: " + ino_str(req.ino()) + " is a directory");
   }
-  if (c.attr().nlink() == 0) return Status::NotFound("link: " + ino_str(req.ino()) + " was removed");
+  if (c.attr().nlink() == 0)
+    return Status::NotFound("link: " + ino_str(req.ino()) + " was removed");
   if (c.attr().nlink() >= kMaxLinks) {
     return Status(Code::kTooManyLinks, "link: " + ino_str(req.ino()) + " has too many links");
   }
   SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.new_parent(), "link"));
   SURGE_RETURN_IF_ERROR(check_access(req.cred(), p.attr(), kMayWrite | kMayExec, "link"));
   SURGE_ASSIGN_OR_RETURN(auto existing, find(req.new_parent(), req.new_name()));
-  if (existing) return Status::AlreadyExists("link: " + entry_str(req.new_parent(), req.new_name()) + " exists");
+  if (existing)
+    return Status::AlreadyExists("link: " + entry_str(req.new_parent(), req.new_name()) +
+                                 " exists");
   const uint64_t now = now_ns();
   KvBatch b;
   const std::string dkey = keys::dentry(req.new_parent(), req.new_name());
@@ -609,7 +614,8 @@ Status Namespace::statfs(const pb::StatFsRequest&, pb::StatFsReply* out) {
 Status Namespace::open(const pb::OpenRequest& req, pb::EntryReply* out) {
   auto g = locks_.lock({req.ino()});
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "open"));
-  if (rec.attr().nlink() == 0) return Status::NotFound("open: " + ino_str(req.ino()) + " was removed");
+  if (rec.attr().nlink() == 0)
+    return Status::NotFound("open: " + ino_str(req.ino()) + " was removed");
   SURGE_RETURN_IF_ERROR(open_existing_locked(req.cred(), rec, req.flags(), req.session_id(), g));
   *out->mutable_attr() = rec.attr();
   return Status::OK();

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 
 #include "common/stripe_map.h"
-#include "mds/namespace/namespace.h"
 #include "mds/namespace/errors.h"
+#include "mds/namespace/namespace.h"
 #include "mds/namespace/permissions.h"
 
 namespace surge::mds {
@@ -18,7 +18,9 @@ constexpr size_t kXattrValueMax = 65536;
 constexpr size_t kXattrListMax = 65536;
 constexpr uint32_t kMinStripeSize = 64 << 10;
 
-std::string ino_str(uint64_t ino) { return "inode " + std::to_string(ino); }
+std::string ino_str(uint64_t ino) {
+  return "inode " + std::to_string(ino);
+}
 
 enum class XattrNs { kUser, kTrusted, kSecurity, kSystem, kOther };
 XattrNs xattr_ns(const std::string& name) {
@@ -164,7 +166,8 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   if ((v & (pb::SETATTR_UID | pb::SETATTR_GID)) && !S_ISDIR(a->mode())) {
     // chown drops setuid, and setgid when it means "group executable".
     uint32_t mode = a->mode() & ~static_cast<uint32_t>(S_ISUID);
-    if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) mode &= ~static_cast<uint32_t>(S_ISGID);
+    if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+      mode &= ~static_cast<uint32_t>(S_ISGID);
     a->set_mode(mode);
   }
   if (v & pb::SETATTR_UID) a->set_uid(req.uid());
@@ -185,8 +188,10 @@ Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* 
   auto g = locks_.lock({req.ino()});
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "report size"));
   pb::Attr* a = rec.mutable_attr();
-  if (S_ISDIR(a->mode())) return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
-  if (!S_ISREG(a->mode())) return Status::InvalidArgument("report size: " + ino_str(req.ino()) + " is not a regular file");
+  if (S_ISDIR(a->mode()))
+    return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
+  if (!S_ISREG(a->mode()))
+    return Status::InvalidArgument("report size: " + ino_str(req.ino()) + " is not a regular file");
   if (!is_owner_or_root(req.cred(), *a)) {
     SURGE_RETURN_IF_ERROR(check_access(req.cred(), *a, kMayWrite, "report size"));
   }
@@ -205,7 +210,7 @@ Status Namespace::setxattr(const pb::SetXattrRequest& req) {
   SURGE_RETURN_IF_ERROR(validate_xattr_name(req.name()));
   if (req.value().size() > kXattrValueMax) {
     return err::TooBig("xattr '" + req.name() + "': value of " +
-                          std::to_string(req.value().size()) + " bytes exceeds 64 KiB");
+                       std::to_string(req.value().size()) + " bytes exceeds 64 KiB");
   }
   if ((req.flags() & ~(kXattrCreate | kXattrReplace)) != 0) {
     return Status::InvalidArgument("setxattr: unknown flags " + std::to_string(req.flags()));
@@ -321,8 +326,8 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
       return Status::Busy(what + ": the file holds " + std::to_string(rec.attr().size()) +
                           " bytes; layouts change only on empty files");
     }
-    SURGE_ASSIGN_OR_RETURN(pb::Layout l, map_->pick_layout(req.layout().stripe_size(),
-                                                           req.layout().stripe_count()));
+    SURGE_ASSIGN_OR_RETURN(
+        pb::Layout l, map_->pick_layout(req.layout().stripe_size(), req.layout().stripe_count()));
     // Objects on the old targets may exist (created empty by a truncate).
     const pb::Layout& old = rec.attr().layout();
     for (uint32_t target : old.targets()) {
@@ -350,7 +355,8 @@ Status Namespace::get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply
     return Status::OK();
   }
   if (!S_ISDIR(rec.attr().mode())) {
-    return Status::InvalidArgument("getstripe: " + ino_str(req.ino()) + " is not a file or directory");
+    return Status::InvalidArgument("getstripe: " + ino_str(req.ino()) +
+                                   " is not a file or directory");
   }
   SURGE_ASSIGN_OR_RETURN(auto l, effective_dir_layout(rec));
   *out->mutable_layout() = l;

@@ -9,8 +9,8 @@
 #include <map>
 #include <set>
 
-#include "mds/namespace/namespace.h"
 #include "mds/namespace/errors.h"
+#include "mds/namespace/namespace.h"
 #include "mds/namespace/permissions.h"
 #include "net/proto/mds_methods.h"
 

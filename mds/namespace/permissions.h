@@ -51,8 +51,8 @@ inline Status check_access(const proto::mds::Credentials& c, const proto::mds::A
   }
   return Status::PermissionDenied(std::string(what) + ": uid " + std::to_string(c.uid()) +
                                   " lacks access " + std::to_string(mask) + " to inode " +
-                                  std::to_string(a.ino()) + " (mode " + std::to_string(mode & 07777) +
-                                  ")");
+                                  std::to_string(a.ino()) + " (mode " +
+                                  std::to_string(mode & 07777) + ")");
 }
 
 // Sticky directory: only the owner of the entry, of the directory, or root

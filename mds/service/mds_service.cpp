@@ -47,10 +47,10 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
       });
 
   // namespace
-#define SURGE_MDS_BIND(Method, Req, Resp, call)                                        \
+#define SURGE_MDS_BIND(Method, Req, Resp, call)                                 \
   server.add<Method>([&ns](RpcContext&, const Req& req, Resp& resp) -> Status { \
-    (void)resp;                                                                        \
-    return call;                                                                       \
+    (void)resp;                                                                 \
+    return call;                                                                \
   })
   SURGE_MDS_BIND(MdsLookup, LookupRequest, EntryReply, ns.lookup(req, &resp));
   SURGE_MDS_BIND(MdsGetAttr, GetAttrRequest, EntryReply, ns.getattr(req, &resp));

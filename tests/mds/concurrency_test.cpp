@@ -25,14 +25,26 @@ TEST_F(ConcurrencyTest, CreateRenameUnlinkStormLeavesCleanNamespace) {
     std::mt19937 rng(seed);
     for (int i = 0; i < 400; ++i) {
       const uint64_t a = dirs[rng() % dirs.size()], b = dirs[rng() % dirs.size()];
-      const std::string n1 = "n" + std::to_string(rng() % 30), n2 = "n" + std::to_string(rng() % 30);
+      const std::string n1 = "n" + std::to_string(rng() % 30),
+                        n2 = "n" + std::to_string(rng() % 30);
       Status s;
       switch (rng() % 7) {
-        case 0: case 1: s = create(a, n1).status(); break;
-        case 2: s = rename(a, n1, b, n2); break;
-        case 3: s = rename(a, n1, b, n2, 2); break;  // exchange
-        case 4: s = unlink(a, n1); break;
-        case 5: s = mkdir(a, n1, 0777).status(); break;
+        case 0:
+        case 1:
+          s = create(a, n1).status();
+          break;
+        case 2:
+          s = rename(a, n1, b, n2);
+          break;
+        case 3:
+          s = rename(a, n1, b, n2, 2);
+          break;  // exchange
+        case 4:
+          s = unlink(a, n1);
+          break;
+        case 5:
+          s = mkdir(a, n1, 0777).status();
+          break;
         case 6: {
           auto f = lookup(a, n1);
           s = f.ok() ? link(f->ino(), b, n2).status() : f.status();
@@ -42,9 +54,15 @@ TEST_F(ConcurrencyTest, CreateRenameUnlinkStormLeavesCleanNamespace) {
       // Races make many operations fail in ordinary ways; anything else
       // (Busy, Internal, Corruption...) is a bug.
       switch (s.code()) {
-        case Code::kOk: ++ok_ops; break;
-        case Code::kNotFound: case Code::kAlreadyExists: case Code::kIsDirectory:
-        case Code::kNotDirectory: case Code::kNotEmpty: case Code::kNotPermitted:
+        case Code::kOk:
+          ++ok_ops;
+          break;
+        case Code::kNotFound:
+        case Code::kAlreadyExists:
+        case Code::kIsDirectory:
+        case Code::kNotDirectory:
+        case Code::kNotEmpty:
+        case Code::kNotPermitted:
         case Code::kInvalidArgument:
           break;
         default:

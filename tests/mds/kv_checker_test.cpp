@@ -32,10 +32,12 @@ TEST_F(KvTest, ScanIsOrderedAndBounded) {
   for (const char* k : {"a", "b", "c", "d"}) b.put(Space::kXattrs, k, k);
   ASSERT_TRUE(kv_->commit(b).ok());
   std::string seen;
-  ASSERT_TRUE(kv_->scan(Space::kXattrs, "b", "d", [&](std::string_view k, std::string_view) {
-    seen += k;
-    return true;
-  }).ok());
+  ASSERT_TRUE(kv_->scan(Space::kXattrs, "b", "d",
+                        [&](std::string_view k, std::string_view) {
+                          seen += k;
+                          return true;
+                        })
+                  .ok());
   EXPECT_EQ(seen, "bc");
 }
 

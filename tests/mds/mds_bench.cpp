@@ -62,7 +62,8 @@ double rocksdb_ceiling(const std::string& path, int threads, int per_thread) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, path, &raw);
   if (!s.ok()) {
-    std::fprintf(stderr, "ceiling: cannot open RocksDB at %s: %s\n", path.c_str(), s.ToString().c_str());
+    std::fprintf(stderr, "ceiling: cannot open RocksDB at %s: %s\n", path.c_str(),
+                 s.ToString().c_str());
     std::exit(1);
   }
   std::unique_ptr<rocksdb::DB> db(raw);
@@ -109,11 +110,11 @@ int main(int argc, char** argv) {
   ods::testing::DaemonProcess mds;
   std::string address;
   try {
-    address = ods::testing::address_of(mds.start(
-        build_dir_guess() + "/mds/surge-mds",
-        {"--data-dir", dir + "/mds", "--listen", "tcp://127.0.0.1:0", "--cluster-key-file",
-         key_file, "--log-level", "warn"},
-        dir + "/mds.log"));
+    address = ods::testing::address_of(
+        mds.start(build_dir_guess() + "/mds/surge-mds",
+                  {"--data-dir", dir + "/mds", "--listen", "tcp://127.0.0.1:0",
+                   "--cluster-key-file", key_file, "--log-level", "warn"},
+                  dir + "/mds.log"));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mds_bench: %s\n", e.what());
     return 1;
@@ -212,8 +213,8 @@ int main(int argc, char** argv) {
   std::printf("  %-34s %10.0f ops/s\n", "create (RPC)", n / t_create);
   std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC)", n / t_stat);
   std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC)", n / t_unlink);
-  std::printf("  %-34s %10.0f ops/s (before %.0f, after %.0f)\n",
-              "ceiling: RocksDB Put, sync=true", ceiling, ceiling_before, ceiling_after);
+  std::printf("  %-34s %10.0f ops/s (before %.0f, after %.0f)\n", "ceiling: RocksDB Put, sync=true",
+              ceiling, ceiling_before, ceiling_after);
   std::printf("  create / ceiling = %.2f\n", n / t_create / ceiling);
   if (errors) {
     std::fprintf(stderr, "mds_bench: %d operations failed\n", errors.load());

@@ -147,9 +147,8 @@ TEST_F(MdsCrashTest, AcknowledgedCreatesAndRenamesSurviveSigkill) {
     for (int c = 0; c < kClients; ++c) verify(models[c], c);
     std::vector<std::thread> clients;
     for (int c = 0; c < kClients; ++c) {
-      clients.emplace_back([&, c] {
-        client_loop(models[c], dirs[c], shared->ino(), static_cast<uint32_t>(c + 1));
-      });
+      clients.emplace_back(
+          [&, c] { client_loop(models[c], dirs[c], shared->ino(), static_cast<uint32_t>(c + 1)); });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 400));
     mds_.kill(SIGKILL);
@@ -161,7 +160,8 @@ TEST_F(MdsCrashTest, AcknowledgedCreatesAndRenamesSurviveSigkill) {
     verify(models[c], c);
     total_acked += models[c].acked;
   }
-  std::printf("%llu operations acknowledged over %d SIGKILLs\n", static_cast<unsigned long long>(total_acked), kRounds);
+  std::printf("%llu operations acknowledged over %d SIGKILLs\n",
+              static_cast<unsigned long long>(total_acked), kRounds);
   EXPECT_GT(total_acked, 50u) << "too few operations acknowledged to mean anything";
   mds_.kill(SIGKILL);
   std::string out;

@@ -25,7 +25,9 @@ using ods::testing::build_dir;
 using ods::testing::DaemonProcess;
 using ods::testing::TempDir;
 
-inline std::string mds_binary() { return build_dir() + "/mds/surge-mds"; }
+inline std::string mds_binary() {
+  return build_dir() + "/mds/surge-mds";
+}
 
 // Runs a command to completion; returns its exit code and stdout+stderr.
 inline int run_command(const std::string& cmd, std::string* output) {
@@ -53,11 +55,11 @@ class MdsDaemonTest : public ::testing::Test {
 
   // Starts (or restarts) the daemon; returns its address.
   std::string start() {
-    const std::string line = mds_.start(
-        mds_binary(),
-        {"--config", config_, "--data-dir", data_dir_, "--listen", "tcp://127.0.0.1:0",
-         "--cluster-key-file", key_file_, "--log-level", "info"},
-        tmp_.path() + "/mds.log");
+    const std::string line =
+        mds_.start(mds_binary(),
+                   {"--config", config_, "--data-dir", data_dir_, "--listen", "tcp://127.0.0.1:0",
+                    "--cluster-key-file", key_file_, "--log-level", "info"},
+                   tmp_.path() + "/mds.log");
     address_ = address_of(line);
     net::ChannelOptions o;
     o.cluster_key = key_;

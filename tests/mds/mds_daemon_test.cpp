@@ -128,8 +128,10 @@ TEST_F(MdsDaemonTest, MalformedAndHostileRequestsGetErrors) {
   start();
   std::string resp;
   // Garbage body.
-  EXPECT_EQ(ch_->call_raw(proto::kServiceMds, pb::MdsLookup::kMethod, "\xff\xff\xff\xff garbage", &resp).code(),
-            Code::kProtocolError);
+  EXPECT_EQ(
+      ch_->call_raw(proto::kServiceMds, pb::MdsLookup::kMethod, "\xff\xff\xff\xff garbage", &resp)
+          .code(),
+      Code::kProtocolError);
   // Unknown method id.
   EXPECT_EQ(ch_->call_raw(proto::kServiceMds, 999, "", &resp).code(), Code::kUnknownMethod);
   // Unknown inodes, inode 0, bad names, oversize xattrs, wrong types.

@@ -47,7 +47,7 @@ class FakeObjectTargets : public ObjectTargets {
   }
   std::mutex mu;
   std::vector<std::tuple<uint32_t, uint64_t, uint64_t>> truncates;  // target, object, size
-  std::set<std::pair<uint32_t, uint64_t>> removed;                   // target, object
+  std::set<std::pair<uint32_t, uint64_t>> removed;                  // target, object
   std::set<uint32_t> failing;
 };
 
@@ -58,7 +58,9 @@ inline pb::Credentials cred(uint32_t uid, uint32_t gid, std::vector<uint32_t> gr
   for (uint32_t g : groups) c.add_groups(g);
   return c;
 }
-inline pb::Credentials root_cred() { return cred(0, 0); }
+inline pb::Credentials root_cred() {
+  return cred(0, 0);
+}
 
 class NamespaceTest : public ::testing::Test {
  protected:
@@ -131,8 +133,8 @@ class NamespaceTest : public ::testing::Test {
     return out.attr();
   }
   Result<pb::Attr> create(uint64_t parent, const std::string& name, uint32_t mode = 0644,
-                          pb::Credentials c = root_cred(), bool excl = true,
-                          uint64_t session = 0, uint32_t flags = 0) {
+                          pb::Credentials c = root_cred(), bool excl = true, uint64_t session = 0,
+                          uint32_t flags = 0) {
     pb::CreateRequest r;
     *r.mutable_cred() = c;
     r.set_parent(parent);
@@ -270,7 +272,9 @@ class NamespaceTest : public ::testing::Test {
   std::unique_ptr<Namespace> ns_;
 };
 
-inline Code code_of(const Status& s) { return s.code(); }
+inline Code code_of(const Status& s) {
+  return s.code();
+}
 template <typename T>
 Code code_of(const Result<T>& r) {
   return r.status().code();

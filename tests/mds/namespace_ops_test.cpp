@@ -140,9 +140,13 @@ TEST_F(NsOps, LookupInUnknownInodeIsEnoent) {
   EXPECT_EQ(code_of(lookup(123456, "x")), Code::kNotFound);
 }
 
-TEST_F(NsOps, GetattrUnknownInodeIsEnoent) { EXPECT_EQ(code_of(getattr(424242)), Code::kNotFound); }
+TEST_F(NsOps, GetattrUnknownInodeIsEnoent) {
+  EXPECT_EQ(code_of(getattr(424242)), Code::kNotFound);
+}
 
-TEST_F(NsOps, GetattrInodeZeroIsEinval) { EXPECT_EQ(code_of(getattr(0)), Code::kInvalidArgument); }
+TEST_F(NsOps, GetattrInodeZeroIsEinval) {
+  EXPECT_EQ(code_of(getattr(0)), Code::kInvalidArgument);
+}
 
 TEST_F(NsOps, FileGetsLayoutOverDistinctTargets) {
   auto f = create(kRoot, "f");
@@ -250,7 +254,9 @@ TEST_F(NsOps, UnlinkRemovesNameAndOrphansInode) {
   expect_clean();
 }
 
-TEST_F(NsOps, UnlinkMissingIsEnoent) { EXPECT_EQ(unlink(kRoot, "nope").code(), Code::kNotFound); }
+TEST_F(NsOps, UnlinkMissingIsEnoent) {
+  EXPECT_EQ(unlink(kRoot, "nope").code(), Code::kNotFound);
+}
 
 TEST_F(NsOps, UnlinkDirectoryIsEisdir) {
   ASSERT_TRUE(mkdir(kRoot, "d").ok());
@@ -294,7 +300,9 @@ TEST_F(NsOps, RmdirOfFileIsEnotdir) {
   EXPECT_EQ(rmdir(kRoot, "f").code(), Code::kNotDirectory);
 }
 
-TEST_F(NsOps, RmdirMissingIsEnoent) { EXPECT_EQ(rmdir(kRoot, "nope").code(), Code::kNotFound); }
+TEST_F(NsOps, RmdirMissingIsEnoent) {
+  EXPECT_EQ(rmdir(kRoot, "nope").code(), Code::kNotFound);
+}
 
 TEST_F(NsOps, LinkCountsAndSurvivesUnlinkOfOneName) {
   auto f = create(kRoot, "f");

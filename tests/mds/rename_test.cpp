@@ -153,8 +153,7 @@ TEST_F(RenameTest, ExchangeParentWithChildIsEinval) {
 
 TEST_F(RenameTest, BothFlagsIsEinval) {
   ASSERT_TRUE(create(kRoot, "a").ok());
-  EXPECT_EQ(rename(kRoot, "a", kRoot, "b", kNoReplace | kExchange).code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(rename(kRoot, "a", kRoot, "b", kNoReplace | kExchange).code(), Code::kInvalidArgument);
   EXPECT_EQ(rename(kRoot, "a", kRoot, "b", 8).code(), Code::kInvalidArgument);
 }
 
