@@ -51,6 +51,23 @@ Result<RdmaEventLoop*> client_loop() {
   return loop;
 }
 
+// Bounce buffers for channels created without a pool (ChannelOptions.pool
+// null): one registered pool per process, made on first use.
+Result<BufferPool*> shared_bounce_pool() {
+  static std::mutex mu;
+  static BufferPool* pool = nullptr;  // lives until exit on purpose
+  std::lock_guard lk(mu);
+  if (pool == nullptr) {
+    BufferPoolOptions o;
+    o.name = "rdma-bounce";
+    o.classes = {{64 * 1024, 32}, {1024 * 1024, 16}};
+    o.huge_pages = false;
+    SURGE_ASSIGN_OR_RETURN(auto p, BufferPool::Create(o));
+    pool = p.release();
+  }
+  return pool;
+}
+
 std::string make_frame(const FrameHeader& h, std::string_view body,
                        std::span<const BulkDescriptor> descs) {
   std::string out(kFrameHeaderSize, '\0');
@@ -77,8 +94,11 @@ class RdmaClientTransport final : public ClientTransport {
     ConnectionCallbacks cbs;
     cbs.on_message = [this](RdmaMessage m) { on_message(std::move(m)); };
     cbs.on_closed = [this](const Status& why) { on_closed(why); };
+    if (pool_ == nullptr) {
+      SURGE_ASSIGN_OR_RETURN(pool_, shared_bounce_pool());
+    }
     SURGE_ASSIGN_OR_RETURN(conn_, RdmaConnection::Connect(loop, o.endpoint, o.cluster_key,
-                                                          ConnectionLimits{}, o.pool,
+                                                          ConnectionLimits{}, pool_,
                                                           std::move(cbs), o.connect_timeout));
     return Status::OK();
   }
