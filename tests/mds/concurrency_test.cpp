@@ -10,7 +10,14 @@
 namespace surge::mds::testing {
 namespace {
 
-using ConcurrencyTest = NamespaceTest;
+// With the synced WAL: many threads share make_durable's group sync.
+class ConcurrencyTest : public NamespaceTest {
+ protected:
+  void SetUp() override {
+    sync_ = true;
+    NamespaceTest::SetUp();
+  }
+};
 
 TEST_F(ConcurrencyTest, CreateRenameUnlinkStormLeavesCleanNamespace) {
   std::vector<uint64_t> dirs;

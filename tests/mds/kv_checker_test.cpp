@@ -8,7 +8,13 @@
 namespace surge::mds::testing {
 namespace {
 
-using KvTest = NamespaceTest;
+class KvTest : public NamespaceTest {
+ protected:
+  void SetUp() override {
+    sync_ = true;
+    NamespaceTest::SetUp();
+  }
+};
 
 TEST_F(KvTest, FailedCheckCommitsNothing) {
   KvBatch b;

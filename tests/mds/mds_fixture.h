@@ -87,7 +87,10 @@ class NamespaceTest : public ::testing::Test {
   }
 
   void open_all() {
-    auto kv = RocksKvStore::Open({dir_ + "/db"});
+    RocksKvOptions ko;
+    ko.path = dir_ + "/db";
+    ko.sync = sync_;
+    auto kv = RocksKvStore::Open(ko);
     ASSERT_TRUE(kv.ok()) << kv.status().ToString();
     kv_ = std::move(*kv);
     auto id = Namespace::FormatOrLoad(kv_.get(), 0);
@@ -261,6 +264,9 @@ class NamespaceTest : public ::testing::Test {
 
   std::string dir_;
   pb::Attr fresh_root_;
+  // Logic tests skip the WAL fsync (a process that does not crash loses
+  // nothing either way); the KV and concurrency tests turn it on.
+  bool sync_ = false;
   bool register_targets_ = true;
   ClusterMapOptions map_opts_;
   SessionOptions session_opts_;
