@@ -34,6 +34,13 @@ class CallTable final : public ClientCallTableBase {
   Status begin(const std::shared_ptr<PendingCall::State>& call) {
     std::unique_lock lk(mu_);
     if (credits_ == 0 && !failed_) {
+      // Credits come back with replies; nobody may be reading them (callers
+      // read their own replies when they wait), so wake the transport.
+      if (call->driver) {
+        lk.unlock();
+        call->driver->kick();
+        lk.lock();
+      }
       if (!credit_cv_.wait_until(lk, call->deadline, [&] { return failed_ || credits_ > 0; })) {
         return Status::TimedOut("no credit for a call to " + peer_ +
                                 " before its deadline (too many requests in flight)");

@@ -92,6 +92,9 @@ struct CallDriver {
   // finishes, its deadline passes or the connection fails. Returns false at
   // once when another thread is reading (then wait() sleeps instead).
   virtual bool drive(PendingCall::State& call) = 0;
+  // Makes sure the transport's own I/O thread reads now: a caller is about
+  // to sleep (e.g. for a credit) without reading replies itself.
+  virtual void kick() = 0;
 };
 
 // What a request looks like to a client transport.

@@ -38,6 +38,7 @@ class ClientConn final : public TcpStream, public CallDriver {
         call, [](void* t) { return static_cast<ClientCallTableBase*>(t)->has_outstanding(); },
         table_.get());
   }
+  void kick() override { kick_reader(); }
 
  protected:
   void on_frame(const FrameHeader& h, std::span<const std::byte> trailer) override {
@@ -62,6 +63,8 @@ class ClientConn final : public TcpStream, public CallDriver {
                                           " frame from server " + peer()));
     }
   }
+
+  bool want_io_reads() override { return table_->has_outstanding(); }
 
   void on_closed(const Status& why) override {
     Status st = why.code() == Code::kDisconnected

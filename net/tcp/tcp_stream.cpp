@@ -227,7 +227,12 @@ void TcpStream::pump() {
   std::unique_lock lk(read_mu_, std::try_to_lock);
   if (!lk.owns_lock()) return;
   drained_ = false;  // woken by readiness (or a post): try the socket
-  if (run_frames(nullptr) == Step::kWouldBlock) arm();
+  Step s = run_frames(nullptr);
+  lk.unlock();
+  // Checked after letting go of the read side: a caller that failed to take
+  // it registered its call before, so we see it and keep reading for it.
+  // (Arming re-evaluates readiness, so nothing that arrived is missed.)
+  if (s == Step::kWouldBlock && want_io_reads()) arm();
 }
 
 bool TcpStream::drive_reads(PendingCall::State& call, bool (*keep_reading)(void*), void* arg) {

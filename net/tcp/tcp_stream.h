@@ -96,6 +96,11 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   virtual void on_frame(const FrameHeader& h, std::span<const std::byte> trailer) = 0;
   // Exactly once, on the thread that failed the connection.
   virtual void on_closed(const Status& why) = 0;
+  // Whether the I/O thread should keep waiting for bytes. The server always
+  // does; a client only while calls are outstanding, since waiting callers
+  // read their own replies (an idle armed I/O thread would wake for every
+  // reply and race them for it).
+  virtual bool want_io_reads() { return true; }
 
   boost::asio::io_context& io() { return io_; }
 
@@ -117,6 +122,10 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   // when another thread holds the read side or the stream is closed.
   // `keep_reading` says whether the I/O thread must take over afterwards.
   bool drive_reads(PendingCall::State& call, bool (*keep_reading)(void*), void* arg);
+  // Makes sure someone reads this socket soon (posts a pump unless the I/O
+  // thread is already waiting): e.g. a writer about to block may be waiting
+  // on a peer that is itself blocked writing to us.
+  void kick_reader();
 
  private:
   enum class Step { kMore, kWouldBlock, kStop, kDone };
@@ -127,9 +136,6 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   Step advance_direct();
   void deliver(const std::byte* src, size_t n);
   void compact();
-  // Makes sure someone reads this socket: a writer about to block may be
-  // waiting on a peer that is itself blocked writing to us.
-  void kick_reader();
 
   boost::asio::io_context& io_;
   boost::asio::ip::tcp::socket socket_;
