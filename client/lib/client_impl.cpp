@@ -324,6 +324,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   }
   // Our own unreported writes first, so a truncate is ordered after them.
   if (st && (sa.mask & kSetSize)) SURGE_RETURN_IF_ERROR(report_size(*st, false));
+  if (st) drain_writes(*st);
   mds::SetAttrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
@@ -661,7 +662,32 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
   return FileRef(f);
 }
 
+void ClientImpl::retire_oldest_locked(InodeState& st) {
+  InodeState::PendingWrite w = std::move(st.inflight.front());
+  st.inflight.pop_front();
+  st.inflight_bytes -= w.length;
+  Status s = w.batch->wait();
+  if (!s.ok()) {
+    std::lock_guard lk(st.mu);
+    if (st.write_error.ok()) st.write_error = s;
+  }
+}
+
+void ClientImpl::drain_writes(InodeState& st) {
+  std::lock_guard wl(st.wb_mu);
+  while (!st.inflight.empty()) retire_oldest_locked(st);
+}
+
+Status ClientImpl::take_write_error(InodeState& st) {
+  std::lock_guard lk(st.mu);
+  Status e = st.write_error;
+  st.write_error = Status::OK();
+  return e;
+}
+
 Status ClientImpl::report_size(InodeState& st, bool force) {
+  // Only bytes the data servers hold are reported.
+  drain_writes(st);
   uint64_t end;
   {
     std::lock_guard lk(st.mu);
@@ -699,6 +725,7 @@ Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t off
     layout = f.state->layout;
   }
   if (offset >= size || len == 0) return size_t{0};
+  drain_writes(*f.state);  // our own writes in flight first
   size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
   SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
   return n;
@@ -710,19 +737,62 @@ Result<size_t> ClientImpl::pwrite(File& file, const void* buf, size_t len, uint6
     return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open read-only");
   }
   if (len == 0) return size_t{0};
+  InodeState& st = *f.state;
+  SURGE_RETURN_IF_ERROR(take_write_error(st));  // an earlier write-behind failure
   if (f.flags() & O_APPEND) {
+    drain_writes(st);
+    SURGE_RETURN_IF_ERROR(take_write_error(st));
     SURGE_ASSIGN_OR_RETURN(Attr a, getattr(f.ino(), f.caller));
     offset = a.size;
   }
   StripeLayout layout;
   {
-    std::lock_guard lk(f.state->mu);
-    layout = f.state->layout;
+    std::lock_guard lk(st.mu);
+    layout = st.layout;
   }
-  SURGE_RETURN_IF_ERROR(io_->write(f.ino(), layout, buf, len, offset));
-  std::lock_guard lk(f.state->mu);
-  f.state->written_end = std::max(f.state->written_end, offset + len);
-  f.state->dirty = true;
+  const size_t limit = options_.write_behind_bytes;
+  bool behind = false;
+  if (limit > 0 && len <= limit) {
+    std::lock_guard wl(st.wb_mu);
+    auto overlaps = [&] {
+      for (const auto& w : st.inflight) {
+        if (offset < w.offset + w.length && w.offset < offset + len) return true;
+      }
+      return false;
+    };
+    while (!st.inflight.empty() && (st.inflight_bytes + len > limit || overlaps())) {
+      retire_oldest_locked(st);
+    }
+    InodeState::PendingWrite w;
+    w.offset = offset;
+    w.length = len;
+    std::byte* copy = nullptr;
+    if (len <= pool_->max_buffer_size()) {
+      auto pb = pool_->try_acquire(len);
+      if (pb.ok()) {
+        w.pool_copy = std::move(*pb);
+        copy = w.pool_copy.data();
+      }
+    } else {
+      w.heap_copy.reset(new (std::nothrow) std::byte[len]);
+      copy = w.heap_copy.get();
+    }
+    if (copy != nullptr) {  // else (pool empty): write through below
+      std::memcpy(copy, buf, len);
+      w.batch = io_->start_write(f.ino(), layout, copy, len, offset);
+      st.inflight_bytes += len;
+      st.inflight.push_back(std::move(w));
+      behind = true;
+    } else {
+      while (!st.inflight.empty()) retire_oldest_locked(st);
+    }
+  } else {
+    drain_writes(st);
+  }
+  if (!behind) SURGE_RETURN_IF_ERROR(io_->write(f.ino(), layout, buf, len, offset));
+  std::lock_guard lk(st.mu);
+  st.written_end = std::max(st.written_end, offset + len);
+  st.dirty = true;
   return len;
 }
 
@@ -733,18 +803,25 @@ Status ClientImpl::fsync(File& file, bool data_only) {
     std::lock_guard lk(f.state->mu);
     layout = f.state->layout;
   }
+  drain_writes(*f.state);
+  SURGE_RETURN_IF_ERROR(take_write_error(*f.state));
   if (layout.stripe_count > 0) SURGE_RETURN_IF_ERROR(io_->sync(f.ino(), layout));
   return report_size(*f.state, false);
 }
 
 Status ClientImpl::flush(File& file) {
   auto& f = static_cast<FileImpl&>(file);
+  drain_writes(*f.state);
+  SURGE_RETURN_IF_ERROR(take_write_error(*f.state));
   return report_size(*f.state, false);
 }
 
 Status ClientImpl::close_handle(FileImpl& f) {
   if (f.closed.exchange(true)) return Status::OK();
-  Status first = report_size(*f.state, false);
+  drain_writes(*f.state);
+  Status first = take_write_error(*f.state);
+  Status rs = report_size(*f.state, false);
+  if (first.ok()) first = rs;
   bool last;
   {
     std::lock_guard lk(f.state->mu);

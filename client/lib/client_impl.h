@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,22 @@ struct InodeState {
   int opens = 0;              // open handles in this client
   Caller last_caller;         // for re-recording opens after an MDS restart
   int last_flags = 0;
+  Status write_error;         // a write-behind failure, reported once
+
+  // Write behind. wb_mu serializes issuing and retiring in-flight writes,
+  // so "nothing in flight" is true when a drain returns, and no two
+  // overlapping writes are ever in flight at once (data servers may apply
+  // concurrent requests in any order).
+  struct PendingWrite {
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    net::PoolBuffer pool_copy;             // the bytes, when a pool buffer was free
+    std::unique_ptr<std::byte[]> heap_copy;
+    std::unique_ptr<WriteBatch> batch;     // destroyed (waited for) first
+  };
+  std::mutex wb_mu;
+  std::deque<PendingWrite> inflight;  // oldest first; guarded by wb_mu
+  uint64_t inflight_bytes = 0;        // guarded by wb_mu
 };
 
 class FileImpl : public File {
@@ -118,6 +135,10 @@ class ClientImpl : public Client {
   std::shared_ptr<InodeState> attach(const Attr& a, const proto::mds::Attr& pa, int flags,
                                      const Caller& c);
   Status report_size(InodeState& st, bool force);
+  // Waits for every write in flight on st; failures go to st.write_error.
+  void drain_writes(InodeState& st);
+  void retire_oldest_locked(InodeState& st);  // wb_mu held
+  Status take_write_error(InodeState& st);
   void background_loop();
   Status reopen_session();
   // After an MDS restart our session id is unknown there: open a new one

@@ -141,6 +141,52 @@ Status StripeIo::write(uint64_t object_id, const StripeLayout& layout, const voi
   return first_error;
 }
 
+std::unique_ptr<WriteBatch> StripeIo::start_write(uint64_t object_id, const StripeLayout& layout,
+                                                  const void* buf, size_t len, uint64_t offset) {
+  auto b = std::make_unique<WriteBatch>();
+  b->io_ = this;
+  b->object_id_ = object_id;
+  b->status_ = check_layout(object_id, layout);
+  if (!b->status_.ok() || len == 0) return b;
+  const auto* base = static_cast<const std::byte*>(buf);
+  for (const Piece& p : plan(layout, offset, len)) {
+    std::string addr;
+    auto ch = channel_for(p.target, &addr);
+    if (!ch.ok()) {
+      b->status_ = ch.status();
+      break;  // what was issued is still waited for
+    }
+    proto::ods::WriteRequest req;
+    req.set_object_id(object_id);
+    req.set_offset(p.object_offset);
+    req.set_length(p.length);
+    req.set_crc32c(crc32c(base + p.buf_offset, p.length));
+    net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
+                           net::BulkAccess::kServerPull};
+    b->calls_.push_back(WriteBatch::Call{
+        net::call_async<OdsWrite>(**ch, req, std::span<const net::BulkRegion>(&region, 1),
+                                  options_.io_timeout),
+        p.target, p.object_offset, std::move(addr)});
+  }
+  return b;
+}
+
+Status WriteBatch::wait() {
+  if (done_) return status_;
+  done_ = true;
+  for (auto& c : calls_) {
+    proto::ods::WriteReply reply;
+    Status st = net::finish_call<OdsWrite>(c.call, &reply);
+    if (!st.ok() && status_.ok()) {
+      status_ = io_->target_error(c.target, c.addr, st, "writing to")
+                    .WithContext("object " + std::to_string(object_id_) + " offset " +
+                                 std::to_string(c.object_offset));
+    }
+  }
+  calls_.clear();
+  return status_;
+}
+
 Status StripeIo::read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
                       uint64_t offset) {
   if (len == 0) return Status::OK();

@@ -24,6 +24,31 @@
 
 namespace surge::client {
 
+class StripeIo;
+
+// The pieces of one write in flight (StripeIo::start_write). wait() blocks
+// until every piece has completed and returns the first error; the data
+// servers may read the source buffer until then.
+class WriteBatch {
+ public:
+  Status wait();
+  ~WriteBatch() { (void)wait(); }
+
+ private:
+  friend class StripeIo;
+  struct Call {
+    net::PendingCall call;
+    uint32_t target;
+    uint64_t object_offset;
+    std::string addr;
+  };
+  StripeIo* io_ = nullptr;
+  uint64_t object_id_ = 0;
+  std::vector<Call> calls_;
+  Status status_;
+  bool done_ = false;
+};
+
 class StripeIo {
  public:
   static constexpr uint64_t kMaxPiece = 1u << 20;
@@ -38,6 +63,11 @@ class StripeIo {
   // Writes [offset, offset + len) of file object_id from buf.
   Status write(uint64_t object_id, const StripeLayout& layout, const void* buf, size_t len,
                uint64_t offset);
+  // Issues the whole write at once and returns without waiting (write
+  // behind): buf must stay valid until the batch's wait() returns. The
+  // caller bounds how much it keeps in flight.
+  std::unique_ptr<WriteBatch> start_write(uint64_t object_id, const StripeLayout& layout,
+                                          const void* buf, size_t len, uint64_t offset);
   // Reads [offset, offset + len) into buf; the caller clamps to the file
   // size. Bytes no data server holds (holes, short objects) read as zeros.
   Status read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
@@ -46,6 +76,7 @@ class StripeIo {
   Status sync(uint64_t object_id, const StripeLayout& layout);
 
  private:
+  friend class WriteBatch;
   Result<std::shared_ptr<net::RpcChannel>> channel_for(uint32_t target_id, std::string* addr);
   Status target_error(uint32_t target_id, const std::string& addr, const Status& st,
                       const char* what);

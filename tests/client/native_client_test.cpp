@@ -101,6 +101,33 @@ TEST_F(Native, OwnWritesVisiblePastTheMdsSizeBeforeReport) {
   ASSERT_TRUE(client_->close(*f).ok());
 }
 
+TEST_F(Native, OverlappingWritesBehindLandInProgramOrder) {
+  // Write behind keeps several writes in flight; overlapping ones must
+  // still land in the order they were made.
+  auto f = client_->open("/overlap", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  std::string expect(400000, '\0');
+  for (int i = 0; i < 60; ++i) {
+    std::string d = random_bytes(100000 + i * 37, 1000 + i);
+    uint64_t off = static_cast<uint64_t>(i % 7) * 30011;
+    ASSERT_TRUE(client_->pwrite(**f, d.data(), d.size(), off).ok());
+    memcpy(&expect[off], d.data(), d.size());
+  }
+  uint64_t end = 6 * 30011 + 100000 + 59 * 37;
+  expect.resize(std::max<uint64_t>(end, 0));
+  ASSERT_TRUE(client_->close(*f).ok());
+  auto g = client_->open("/overlap", O_RDONLY);
+  ASSERT_TRUE(g.ok());
+  std::string back(expect.size() + 10, 'Z');
+  auto r = client_->pread(**g, back.data(), back.size(), 0);
+  ASSERT_TRUE(r.ok());
+  back.resize(*r);
+  EXPECT_EQ(back.size(), client_->stat("/overlap")->size);
+  expect.resize(back.size());
+  EXPECT_TRUE(back == expect);
+  ASSERT_TRUE(client_->close(*g).ok());
+}
+
 TEST_F(Native, RegisteredBufferZeroCopyPath) {
   auto buf = client_->register_buffer(1 << 20);
   ASSERT_TRUE(buf.ok()) << buf.status().ToString();

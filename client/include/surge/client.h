@@ -50,6 +50,11 @@ struct ClientOptions {
   std::chrono::milliseconds io_timeout{10000};
   // Bound on file bytes in flight to data servers per IO call.
   size_t max_inflight_bytes = 32u << 20;
+  // Write behind: pwrite copies the data and returns once it is sent, with
+  // up to this many bytes per open file still in flight; an error shows on
+  // the next pwrite, flush, fsync or close of the file (as NFS does).
+  // 0: every pwrite waits for the data servers.
+  size_t write_behind_bytes = 8u << 20;
   // How often the end of written data is reported to the MDS while writing.
   std::chrono::milliseconds size_report_interval{1000};
   // Registered buffer pool size for the zero-copy path (1 MiB buffers).
