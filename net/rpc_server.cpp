@@ -151,9 +151,10 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
       return;
     }
     {
-      std::lock_guard lk(mu_);
+      std::unique_lock lk(mu_);
       if (!stopping_) {
         queue_.push_back(Task{std::move(conn), std::move(req), &it->second});
+        lk.unlock();  // else the woken worker would only block on mu_
         cv_.notify_one();
         return;
       }
