@@ -34,6 +34,7 @@
 #include "net/frame.h"
 #include "net/rdma/rdma_connection.h"
 #include "net/rdma/rdma_event_loop.h"
+#include "net/rdma/transport_choice.h"
 #include "net/transport.h"
 
 extern char** environ;
@@ -332,6 +333,34 @@ TEST_F(RdmaSeamTest, ServerStopFailsOutstandingCallsWithDisconnected) {
   Status st = call(*client_, *table_, 1, "after stop");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Code::kDisconnected) << st.ToString();
+}
+
+// ------------------------------------------------------ transport choice
+
+TEST(TransportChoice, AutoAndRdmaPickRdmaWhereADeviceHoldsTheAddress) {
+  auto dev = rdma_device_for(host());
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_FALSE(dev->empty());
+  auto a = choose_transport_address(TransportMode::kAuto, host(), 7000);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(*a, "rdma://" + host() + ":7000");
+  auto r = choose_transport_address(TransportMode::kRdma, host(), 7000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "rdma://" + host() + ":7000");
+}
+
+TEST(TransportChoice, WithoutADeviceAutoFallsBackToTcpAndRdmaFailsNamingTheAddress) {
+  // Loopback is not on rdma0: no RDMA device holds it.
+  auto a = choose_transport_address(TransportMode::kAuto, "127.0.0.1", 7000);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(*a, "tcp://127.0.0.1:7000");
+  auto r = choose_transport_address(TransportMode::kRdma, "127.0.0.1", 7000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("no RDMA device holds 127.0.0.1"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(*choose_transport_address(TransportMode::kTcp, host(), 1), "tcp://" + host() + ":1");
+  EXPECT_FALSE(parse_transport_mode("infiniband").ok());
 }
 
 // ------------------------------------------------------ raw connections
