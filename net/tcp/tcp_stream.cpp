@@ -181,6 +181,11 @@ void TcpStream::compact() {
 TcpStream::Step TcpStream::fill(size_t want) {
   if (rpos_ == rend_) {
     rpos_ = rend_ = 0;
+    // Grown for one large body: give the memory back once it is consumed.
+    if (rbuf_.size() > kReadBufferSize && !have_header_) {
+      rbuf_.resize(kReadBufferSize);
+      rbuf_.shrink_to_fit();
+    }
   } else if (rend_ == rbuf_.size()) {
     compact();
   }
