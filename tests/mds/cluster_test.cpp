@@ -182,3 +182,26 @@ TEST_F(OrphanTest, SymlinkOrphanNeedsNoDataServer) {
 
 }  // namespace
 }  // namespace surge::mds::testing
+
+namespace surge::mds::testing {
+namespace {
+
+// After an MDS restart a client re-records the files it holds open, some of
+// them already unlinked; the collector must then keep them.
+TEST_F(NamespaceTest, ReRecordedOpenOfUnlinkedFileKeepsIt) {
+  auto f = create(kRoot, "f");
+  ASSERT_TRUE(unlink(kRoot, "f").ok());
+  const uint64_t s = sessions_->open_session("host:1");
+  pb::OpenRequest o;
+  *o.mutable_cred() = root_cred();
+  o.set_session_id(s);
+  o.set_ino(f->ino());
+  pb::EntryReply out;
+  ASSERT_TRUE(ns_->open(o, &out).ok());
+  OrphanCollector c(ns_.get(), map_.get(), sessions_.get(), &objects_, {});
+  EXPECT_EQ(c.collect_once()->still_open, 1u);
+  EXPECT_TRUE(getattr(f->ino()).ok());
+}
+
+}  // namespace
+}  // namespace surge::mds::testing
