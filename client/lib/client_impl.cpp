@@ -640,6 +640,23 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
     if (attempt > 0 || !renew_session_after(st, sid)) return st;
   }
   Attr a = attr_from_proto(resp.attr());
+  if (!resp.created()) {
+    // An existing file came back: it is opened with the caller's rights,
+    // exactly as open(2) without O_CREAT would be.
+    uint32_t mask = 0;
+    int acc = flags & O_ACCMODE;
+    if (acc == O_RDONLY || acc == O_RDWR) mask |= R_OK;
+    if (acc == O_WRONLY || acc == O_RDWR || (flags & O_TRUNC)) mask |= W_OK;
+    Status ok = access(a.ino, mask, c);
+    if (!ok.ok()) {
+      mds::CloseRequest creq;
+      creq.set_session_id(session());
+      creq.set_ino(a.ino);
+      mds::CloseReply cresp;
+      (void)mds_->call<mds::MdsClose>(creq, &cresp);
+      return ok;
+    }
+  }
   if (!resp.created() && (flags & O_TRUNC) && a.size > 0) {
     // An existing file opened with O_CREAT|O_TRUNC: truncate it now.
     SetAttr sa;

@@ -389,6 +389,9 @@ TEST_F(PosixMount, PermissionsForNonRootUser) {
     fd = ::open((dir_ + "/open/mine").c_str(), O_WRONLY | O_CREAT, 0644);
     if (fd < 0) bad |= 16;
     if (::chmod((dir_ + "/public").c_str(), 0777) != -1 || errno != EPERM) bad |= 32;
+    if (::open((dir_ + "/public").c_str(), O_WRONLY | O_CREAT, 0644) != -1 || errno != EACCES) {
+      bad |= 64;
+    }
     _exit(bad);
   }
   int st = 0;
@@ -396,7 +399,7 @@ TEST_F(PosixMount, PermissionsForNonRootUser) {
   ASSERT_TRUE(WIFEXITED(st));
   EXPECT_EQ(WEXITSTATUS(st), 0) << "failed checks bitmask (1 secret readable, 2 public unreadable,"
                                    " 4 public writable, 8 create in 0755 dir, 16 create in 0777"
-                                   " dir failed, 32 chmod of others' file)";
+                                   " dir failed, 32 chmod of others' file, 64 O_CREAT opened others' file for writing)";
   struct stat sb;
   ASSERT_EQ(::stat((dir_ + "/open/mine").c_str(), &sb), 0);
   EXPECT_EQ(sb.st_uid, nobody->pw_uid);
