@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -132,6 +133,7 @@ class ObjectStore {
   Result<uint32_t> stored_crc(ObjectFile& obj, uint64_t block);
   Status check_space(uint64_t id, uint64_t bytes);
   Status verify_locked(ObjectFile& obj);
+  Status scan_blocks(ObjectFile& obj, const std::function<Status(uint64_t block)>& on_bad);
 
   ObjectStoreOptions options_;
 
@@ -154,7 +156,11 @@ class ObjectStore {
   size_t changes_in_progress_ = 0;
   std::mutex log_sync_mu_;
   std::atomic<uint64_t> log_synced_{0};
-  std::unordered_set<uint64_t> new_dirs_;  // created, directory entry not synced
+  // Created by this process, never synced (so the directory entry is not
+  // durable, and writes need no dirty-log entry yet).
+  std::unordered_set<uint64_t> new_dirs_;
+  // Fan-out directories created whose own names are not yet durable.
+  std::unordered_set<std::string> unsynced_dirs_;
   int dirty_log_fd_ = -1;
 
   std::atomic<uint64_t> objects_{0};

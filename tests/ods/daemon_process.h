@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -93,7 +94,20 @@ class DaemonProcess {
       }
     }
     kill(SIGKILL);
-    throw std::runtime_error(binary + " did not report 'listening on' (see " + log_path + ")");
+    // The log is usually in a temp dir that is gone by the time anyone
+    // looks: carry its tail in the message.
+    std::string tail;
+    if (FILE* f = std::fopen(log_path.c_str(), "r")) {
+      std::fseek(f, 0, SEEK_END);
+      long size = std::ftell(f);
+      std::fseek(f, size > 3000 ? size - 3000 : 0, SEEK_SET);
+      char c[3001];
+      size_t n = std::fread(c, 1, 3000, f);
+      tail.assign(c, n);
+      std::fclose(f);
+    }
+    throw std::runtime_error(binary + " did not report 'listening on' within " + std::to_string(timeout.count()) +
+                             " s; end of " + log_path + ":\n" + tail);
   }
 
   // Sends sig and reaps the process; returns its wait status (-1 if none).
