@@ -96,7 +96,7 @@ TEST(Faults, StoppedDataServerTimesOutWithEio) {
   // A server that accepts but never answers: only the timeout can end it.
   pid_t pid = c->ods_pid(2);
   ASSERT_GT(pid, 0) << "ods2 not running";
-  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  ASSERT_TRUE(stop_process(pid));
   auto t0 = std::chrono::steady_clock::now();
   // With write behind the error shows on the pwrite or, at the latest, on
   // the fsync that follows it.

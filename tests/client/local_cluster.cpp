@@ -325,6 +325,19 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
+bool stop_process(pid_t pid) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto rp = line.rfind(')');
+    if (rp != std::string::npos && rp + 2 < line.size() && line[rp + 2] == 'T') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
 int sh(const std::string& cmd, std::string* out) {
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return -1;

@@ -84,6 +84,9 @@ class LocalCluster {
 std::string random_bytes(size_t n, uint64_t seed);
 Status write_file(const std::string& path, const std::string& data);
 Result<std::string> read_file(const std::string& path);
+// SIGSTOPs pid and waits until the kernel shows it stopped (a signal to a
+// busy multi-threaded process takes effect a little later).
+bool stop_process(pid_t pid);
 // Runs a shell command; its exit status (output appended to *out if given).
 int sh(const std::string& cmd, std::string* out = nullptr);
 

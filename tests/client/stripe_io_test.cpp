@@ -194,7 +194,7 @@ TEST_F(StripeIoTest, DeadDataServerFailsFastWithEio) {
 TEST_F(StripeIoTest, StoppedDataServerTimesOutWithEio) {
   std::string data = test::random_bytes(3 * layout_.stripe_size, 3);
   ASSERT_TRUE(io_->write(11, layout_, data.data(), data.size(), 0).ok());
-  kill(pids_[2], SIGSTOP);
+  ASSERT_TRUE(test::stop_process(pids_[2]));
   auto t0 = std::chrono::steady_clock::now();
   Status r = io_->read(11, layout_, data.data(), data.size(), 0);
   auto took = std::chrono::steady_clock::now() - t0;
