@@ -399,8 +399,6 @@ class TcpServerTransport final : public ServerTransport {
   void on_accept(tcp::socket socket) {
     std::string peer = peer_name(socket);
     tune_socket(socket.native_handle(), peer);
-    boost::system::error_code ec;
-    socket.non_blocking(true, ec);
     auto& io = static_cast<asio::io_context&>(socket.get_executor().context());
     auto conn = std::make_shared<ServerConn>(io, std::move(socket), peer, options_, sink_,
                                              [this](ServerConn* c) {

@@ -1,9 +1,11 @@
 #include "net/tcp/tcp_stream.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -40,6 +42,12 @@ void tune_socket(int fd, const std::string& peer) {
   int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
     SLOG_WARN("TCP_NODELAY on {}: {}", peer, std::strerror(errno));
+  }
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK) != 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  timeval slice{0, static_cast<suseconds_t>(kBlockingSlice.count() * 1000)};
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) != 0) {
+    SLOG_WARN("SO_RCVTIMEO on {}: {}", peer, std::strerror(errno));
   }
   int bytes = kSocketBufferBytes;
   if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes) != 0 ||
@@ -189,12 +197,12 @@ TcpStream::Step TcpStream::fill(size_t want) {
   } else if (rend_ == rbuf_.size()) {
     compact();
   }
-  if (drained_) {
+  if (drained_ && !blocking_reads_) {
     drained_ = false;
     return Step::kWouldBlock;
   }
   size_t room = std::min(rbuf_.size() - rend_, want);
-  ssize_t n = ::recv(fd_, rbuf_.data() + rend_, room, MSG_DONTWAIT);
+  ssize_t n = ::recv(fd_, rbuf_.data() + rend_, room, blocking_reads_ ? 0 : MSG_DONTWAIT);
   if (n > 0) {
     rend_ += static_cast<size_t>(n);
     drained_ = static_cast<size_t>(n) < room;
@@ -245,16 +253,23 @@ bool TcpStream::drive_reads(PendingCall::State& call, bool (*keep_reading)(void*
   {
     std::unique_lock lk(read_mu_, std::try_to_lock);
     if (!lk.owns_lock()) return false;
-    // The reply is rarely there yet: poll first rather than recv() EAGAIN.
+    // The reply is rarely there yet: wait first rather than recv() EAGAIN.
     drained_ = true;
     for (;;) {
-      Step s = run_frames(&call.finished);
-      if (s != Step::kWouldBlock) break;
+      // Far from the deadline: block in recv() itself (one syscall per
+      // arrival). Near it: poll() with the exact time left.
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           call.deadline - std::chrono::steady_clock::now());
+      blocking_reads_ = left > kBlockingSlice;
+      Step s = run_frames(&call.finished);
+      blocking_reads_ = false;
+      if (s != Step::kWouldBlock) break;
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          call.deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
+      if (left > kBlockingSlice) continue;  // a blocking recv timed out
       pollfd p{fd_, POLLIN, 0};
-      int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, INT_MAX)));
+      int r = ::poll(&p, 1, static_cast<int>(left.count() + 1));
       if (r < 0 && errno != EINTR) break;
       drained_ = false;
     }
@@ -335,7 +350,9 @@ Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
     std::byte* into = dst != nullptr ? dst : rbuf_.data();
     size_t want = dst != nullptr ? static_cast<size_t>(std::min<uint64_t>(len, 1u << 30))
                                  : rbuf_.size();
-    ssize_t n = ::recv(fd_, into, want, MSG_DONTWAIT);
+    // Blocking (bounded by SO_RCVTIMEO): this thread only waits for these
+    // bytes, so one recv() per arrival beats poll() + recv().
+    ssize_t n = ::recv(fd_, into, want, 0);
     if (n > 0) {
       deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
       if (dst != nullptr) {
@@ -352,8 +369,9 @@ Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
     } else if (errno == EINTR) {
       continue;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      st = wait_fd(fd_, POLLIN, deadline, peer_, "bulk payload from");
-      if (st.ok()) continue;
+      if (std::chrono::steady_clock::now() < deadline) continue;  // one slice passed
+      st = Status::TimedOut("bulk payload from " + peer_ + ": no progress for " +
+                            std::to_string(kIoStallTimeout.count()) + " ms");
     } else {
       st = Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno));
     }
@@ -407,7 +425,7 @@ TcpStream::Step TcpStream::advance_direct() {
       } else {
         n = ::recv(fd_, direct_.dst,
                    static_cast<size_t>(std::min<uint64_t>(direct_.remaining, 16u << 20)),
-                   MSG_DONTWAIT);
+                   blocking_reads_ ? 0 : MSG_DONTWAIT);
       }
     }
     if (n == -2) {

@@ -58,10 +58,17 @@ inline constexpr size_t kFrameReadChunk = 16 * 1024;
 inline constexpr size_t kReadBufferSize = 64 * 1024;
 // SO_SNDBUF / SO_RCVBUF (the kernel doubles it).
 inline constexpr int kSocketBufferBytes = 4 << 20;
+// Sockets stay in blocking mode: the I/O thread always passes MSG_DONTWAIT,
+// while a thread that has nothing else to do (a caller waiting for its
+// reply, a handler pulling) makes one blocking recv() per arrival, as a
+// plain socket reader would, instead of poll() + recv(). SO_RCVTIMEO bounds
+// each blocking recv so deadlines are re-checked at least this often.
+inline constexpr std::chrono::milliseconds kBlockingSlice{200};
 // header + body + descriptors + up to kMaxDescriptors payload regions.
 inline constexpr size_t kMaxIov = 4 + kMaxDescriptors;
 
-// TCP_NODELAY and large buffers. Failures are logged, not fatal.
+// TCP_NODELAY, large buffers, blocking mode with SO_RCVTIMEO =
+// kBlockingSlice. Failures are logged, not fatal.
 void tune_socket(int fd, const std::string& peer);
 
 // Blocking helpers on a socket. send_all calls on_block (if given) once,
@@ -156,6 +163,9 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   // wait for readiness instead of paying for a recv() that says EAGAIN.
   // Safe with Asio's reactor: arming re-evaluates readiness (EPOLL_CTL_MOD).
   bool drained_ = false;
+  // Reads may block (a driving caller with time to spare): recv() without
+  // MSG_DONTWAIT. Never set on the I/O thread.
+  bool blocking_reads_ = false;
   FrameHeader cur_;
   bool paused_ = false;
   struct Direct {
