@@ -18,6 +18,7 @@
 #include "net/cluster_key.h"
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
+#include "ods/daemon/metrics_endpoint.h"
 #include "ods/daemon/ods_config.h"
 #include "ods/service/ods_service.h"
 #include "ods/store/object_store.h"
@@ -68,6 +69,16 @@ int run(const OdsConfig& cfg) {
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   const std::string address = (*server)->address();
 
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (!cfg.metrics_listen.empty()) {
+    metrics = std::make_unique<MetricsEndpoint>([&service] { return service.metrics_text(); });
+    if (Status st = metrics->start(cfg.metrics_listen); !st.ok()) {
+      (*server)->stop();
+      return fail(st);
+    }
+    SLOG_INFO("surge-ods metrics on {}", metrics->url());
+  }
+
   std::unique_ptr<MdsRegistration> mds;
   if (!cfg.mds.empty()) {
     MdsRegistrationOptions mo;
@@ -97,6 +108,7 @@ int run(const OdsConfig& cfg) {
   sigwait(&set, &sig);
   SLOG_INFO("surge-ods: signal {}, stopping", sig);
   if (mds) mds->stop();
+  if (metrics) metrics->stop();
   (*server)->stop();
   return 0;  // the store syncs and closes as it goes out of scope
 }
@@ -114,7 +126,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"surge-ods: the Surge object data server"};
-  std::string config_file, data_dir, listen, advertise, mds, key_file, log_level, log_file;
+  std::string config_file, data_dir, listen, advertise, mds, key_file, log_level, log_file, metrics_listen;
   int io_threads = 0, worker_threads = 0;
   size_t pool_1m = 0, pool_64k = 0, max_open = 0;
   uint64_t reserved = 0, max_io = 0;
@@ -127,6 +139,7 @@ int main(int argc, char** argv) {
   auto* o_adv = app.add_option("--advertise", advertise, "address given to the MDS");
   auto* o_mds = app.add_option("--mds", mds, "MDS address (\"\" for none)");
   auto* o_key = app.add_option("--cluster-key-file", key_file, "cluster key file");
+  auto* o_metrics = app.add_option("--metrics-listen", metrics_listen, "Prometheus endpoint HOST:PORT (\"\" off)");
   auto* o_level = app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
   auto* o_logf = app.add_option("--log-file", log_file, "log file (default stderr)");
   auto* o_io = app.add_option("--io-threads", io_threads, "transport threads");
@@ -151,6 +164,7 @@ int main(int argc, char** argv) {
   if (o_adv->count()) cfg.advertise = advertise;
   if (o_mds->count()) cfg.mds = mds;
   if (o_key->count()) cfg.cluster_key_file = key_file;
+  if (o_metrics->count()) cfg.metrics_listen = metrics_listen;
   if (o_level->count()) cfg.log_level = log_level;
   if (o_logf->count()) cfg.log_file = log_file;
   if (o_io->count()) cfg.io_threads = io_threads;

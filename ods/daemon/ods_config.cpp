@@ -54,13 +54,14 @@ Status load_config_file(const std::string& path, OdsConfig& c) {
   auto section = [&](const char* name) -> const toml::table* { return root[name].as_table(); };
   if (const toml::table* t = section("server")) {
     SURGE_RETURN_IF_ERROR(check_keys(*t, "server",
-                                     {"data_dir", "listen", "advertise", "cluster_key_file", "io_threads",
+                                     {"data_dir", "listen", "advertise", "cluster_key_file", "metrics_listen", "io_threads",
                                       "worker_threads", "credits_per_connection"},
                                      path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "data_dir", c.data_dir, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "listen", c.listen, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "advertise", c.advertise, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "cluster_key_file", c.cluster_key_file, path));
+    SURGE_RETURN_IF_ERROR(get(*t, "server", "metrics_listen", c.metrics_listen, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "io_threads", c.io_threads, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "worker_threads", c.worker_threads, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "credits_per_connection", c.credits_per_connection, path));

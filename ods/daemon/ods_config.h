@@ -17,6 +17,7 @@ struct OdsConfig {
   std::string listen = "tcp://127.0.0.1:7101";
   std::string advertise;  // address told to the MDS; empty: the bound listen address
   std::string cluster_key_file = "/etc/surge/cluster.key";
+  std::string metrics_listen;  // "HOST:PORT" of the Prometheus endpoint; empty: off
   int io_threads = 2;
   int worker_threads = 8;
   uint32_t credits_per_connection = 128;

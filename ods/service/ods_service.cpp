@@ -67,22 +67,85 @@ OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOpti
 }
 
 void OdsService::register_handlers(net::RpcServer& server) {
-  server.add<pb::OdsWrite>(
-      [this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) { return write(ctx, q, r); });
-  server.add<pb::OdsRead>(
-      [this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) { return read(ctx, q, r); });
-  server.add<pb::OdsTruncate>(
-      [this](net::RpcContext&, const pb::TruncateRequest& q, pb::TruncateReply& r) { return truncate(q, r); });
-  server.add<pb::OdsRemove>(
-      [this](net::RpcContext&, const pb::RemoveRequest& q, pb::RemoveReply& r) { return remove(q, r); });
-  server.add<pb::OdsStat>(
-      [this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) { return stat(q, r); });
-  server.add<pb::OdsSync>(
-      [this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) { return sync(q, r); });
-  server.add<pb::OdsScrub>(
-      [this](net::RpcContext&, const pb::ScrubRequest& q, pb::ScrubReply& r) { return scrub(q, r); });
-  server.add<pb::OdsStatFs>(
-      [this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) { return statfs(q, r); });
+  server.add<pb::OdsWrite>([this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) {
+    return counted(pb::OdsWrite::kMethod, write(ctx, q, r));
+  });
+  server.add<pb::OdsRead>([this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) {
+    return counted(pb::OdsRead::kMethod, read(ctx, q, r));
+  });
+  server.add<pb::OdsTruncate>([this](net::RpcContext&, const pb::TruncateRequest& q, pb::TruncateReply& r) {
+    return counted(pb::OdsTruncate::kMethod, truncate(q, r));
+  });
+  server.add<pb::OdsRemove>([this](net::RpcContext&, const pb::RemoveRequest& q, pb::RemoveReply& r) {
+    return counted(pb::OdsRemove::kMethod, remove(q, r));
+  });
+  server.add<pb::OdsStat>([this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) {
+    return counted(pb::OdsStat::kMethod, stat(q, r));
+  });
+  server.add<pb::OdsSync>([this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) {
+    return counted(pb::OdsSync::kMethod, sync(q, r));
+  });
+  server.add<pb::OdsStatFs>([this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) {
+    return counted(pb::OdsStatFs::kMethod, statfs(q, r));
+  });
+  server.add<pb::OdsScrub>([this](net::RpcContext&, const pb::ScrubRequest& q, pb::ScrubReply& r) {
+    return counted(pb::OdsScrub::kMethod, scrub(q, r));
+  });
+}
+
+Status OdsService::counted(uint16_t method, Status st) {
+  static_assert(pb::OdsScrub::kMethod <= kMaxMethod, "grow kMaxMethod with the methods");
+  if (method <= kMaxMethod) {
+    requests_[method].fetch_add(1, std::memory_order_relaxed);
+    if (!st.ok()) errors_[method].fetch_add(1, std::memory_order_relaxed);
+  }
+  if (st.code() == Code::kNoSpace) nospace_errors_.fetch_add(1, std::memory_order_relaxed);
+  return st;
+}
+
+std::string OdsService::metrics_text() {
+  static const char* kNames[kMaxMethod + 1] = {"", "write", "read", "truncate", "remove",
+                                                "stat", "sync", "statfs", "scrub"};
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    line(std::string("# HELP ") + name + " " + help);
+    line(std::string("# TYPE ") + name + " counter");
+    line(std::string(name) + " " + std::to_string(v));
+  };
+  auto gauge = [&](const char* name, const char* help, uint64_t v) {
+    line(std::string("# HELP ") + name + " " + help);
+    line(std::string("# TYPE ") + name + " gauge");
+    line(std::string(name) + " " + std::to_string(v));
+  };
+  line("# HELP surge_ods_requests_total Requests served, by method.");
+  line("# TYPE surge_ods_requests_total counter");
+  for (size_t m = 1; m <= kMaxMethod; ++m) {
+    line(std::string("surge_ods_requests_total{method=\"") + kNames[m] + "\"} " + std::to_string(requests_[m].load()));
+  }
+  line("# HELP surge_ods_request_errors_total Requests answered with an error, by method.");
+  line("# TYPE surge_ods_request_errors_total counter");
+  for (size_t m = 1; m <= kMaxMethod; ++m) {
+    line(std::string("surge_ods_request_errors_total{method=\"") + kNames[m] + "\"} " +
+         std::to_string(errors_[m].load()));
+  }
+  counter("surge_ods_write_bytes_total", "Bytes stored by Write requests.", write_bytes_.load());
+  counter("surge_ods_read_bytes_total", "Bytes pushed by Read requests.", read_bytes_.load());
+  counter("surge_ods_payload_crc_errors_total", "Writes refused because the payload did not match its CRC.",
+          payload_crc_errors_.load());
+  counter("surge_ods_checksum_errors_total", "Reads that found a stored block not matching its CRC.",
+          stored_crc_errors_.load());
+  counter("surge_ods_nospace_errors_total", "Requests refused for lack of disk space.", nospace_errors_.load());
+  gauge("surge_ods_inflight_requests", "Requests being served.", inflight_.load());
+  gauge("surge_ods_io_buffers_in_use", "IO buffer units held by requests.", admission_.in_use());
+  gauge("surge_ods_io_buffer_waiters", "Requests waiting for IO buffers.", admission_.waiting());
+  gauge("surge_ods_open_objects", "Objects in the descriptor cache.", store_.open_objects());
+  if (auto s = store_.statfs(); s.ok()) {
+    gauge("surge_ods_capacity_bytes", "Size of the data directory's file system.", s->capacity_bytes);
+    gauge("surge_ods_free_bytes", "Free bytes of the data directory's file system.", s->free_bytes);
+    gauge("surge_ods_objects", "Objects stored.", s->objects);
+  }
+  return out;
 }
 
 Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::WriteReply& resp) {
@@ -126,12 +189,14 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
     done += n;
   }
   if (crc != req.crc32c()) {
+    payload_crc_errors_.fetch_add(1, std::memory_order_relaxed);
     SLOG_WARN("write {} at offset {} from {}: payload CRC {:08x}, request says {:08x}; nothing stored", obj_name(id),
               off, ctx.peer(), crc, req.crc32c());
     return Status::Corruption("write " + obj_name(id) + " at offset " + std::to_string(off) +
                               ": payload checksum mismatch, nothing stored");
   }
   SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.write(id, off, segs, req.sync()));
+  write_bytes_.fetch_add(len, std::memory_order_relaxed);
   resp.set_object_size(size);
   return Status::OK();
 }
@@ -161,7 +226,12 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
   uint64_t done = 0;
   while (done < len) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, len - done));
-    SURGE_ASSIGN_OR_RETURN(uint64_t got, store_.read(id, off + done, std::span<std::byte>(buf.data(), n)));
+    auto chunk = store_.read(id, off + done, std::span<std::byte>(buf.data(), n));
+    if (!chunk.ok()) {
+      if (chunk.status().code() == Code::kCorruption) stored_crc_errors_.fetch_add(1, std::memory_order_relaxed);
+      return chunk.status();
+    }
+    const uint64_t got = *chunk;
     if (got == 0) break;
     std::span<const std::byte> src(buf.data(), got);
     SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, src), "while pushing " + obj_name(id) + " data to " + ctx.peer());
@@ -169,6 +239,7 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     done += got;
     if (got < n) break;  // end of the object
   }
+  read_bytes_.fetch_add(done, std::memory_order_relaxed);
   resp.set_length(done);
   resp.set_crc32c(crc);
   return Status::OK();

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "common/status.h"
 #include "net/proto/ods_methods.h"
@@ -49,6 +50,10 @@ class OdsService {
 
   // Requests being served right now (the heartbeat's load).
   uint64_t load() const { return inflight_.load(); }
+
+  // Prometheus text exposition of the counters below and the store's
+  // space (served by the daemon's /metrics endpoint).
+  std::string metrics_text();
   const IoAdmission& admission() const { return admission_; }
 
   Status write(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
@@ -63,6 +68,18 @@ class OdsService {
 
  private:
   size_t chunk_size() const { return chunk_; }
+
+  Status counted(uint16_t method, Status st);
+
+  // Metrics, by method id (1..kMaxMethod of net/proto/ods_methods.h).
+  static constexpr size_t kMaxMethod = 8;
+  std::atomic<uint64_t> requests_[kMaxMethod + 1] = {};   // surge_ods_requests_total
+  std::atomic<uint64_t> errors_[kMaxMethod + 1] = {};     // surge_ods_request_errors_total
+  std::atomic<uint64_t> write_bytes_{0};                   // surge_ods_write_bytes_total
+  std::atomic<uint64_t> read_bytes_{0};                    // surge_ods_read_bytes_total
+  std::atomic<uint64_t> payload_crc_errors_{0};            // surge_ods_payload_crc_errors_total
+  std::atomic<uint64_t> stored_crc_errors_{0};             // surge_ods_checksum_errors_total
+  std::atomic<uint64_t> nospace_errors_{0};                // surge_ods_nospace_errors_total
 
   ObjectStore& store_;
   OdsServiceOptions options_;

@@ -27,7 +27,7 @@ TEST(OdsConfig, ShippedFileStatesTheDefaults) {
   from_file.o_direct = from_file.huge_pages = !OdsConfig{}.huge_pages;
   from_file.lock_memory = !OdsConfig{}.lock_memory;
   from_file.heartbeat_interval_ms = from_file.mds_retry_ms = from_file.credits_per_connection = 99;
-  from_file.advertise = from_file.log_file = from_file.cluster_key_file = "changed";
+  from_file.advertise = from_file.log_file = from_file.cluster_key_file = from_file.metrics_listen = "changed";
   Status st = load_config_file(source_dir() + "/ods/surge-ods.toml", from_file);
   ASSERT_TRUE(st.ok()) << st.ToString();
   OdsConfig d;
@@ -35,6 +35,7 @@ TEST(OdsConfig, ShippedFileStatesTheDefaults) {
   EXPECT_EQ(from_file.listen, d.listen);
   EXPECT_EQ(from_file.advertise, d.advertise);
   EXPECT_EQ(from_file.cluster_key_file, d.cluster_key_file);
+  EXPECT_EQ(from_file.metrics_listen, d.metrics_listen);
   EXPECT_EQ(from_file.io_threads, d.io_threads);
   EXPECT_EQ(from_file.worker_threads, d.worker_threads);
   EXPECT_EQ(from_file.credits_per_connection, d.credits_per_connection);

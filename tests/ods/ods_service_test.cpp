@@ -3,7 +3,10 @@
 // reads of many sizes and offsets, concurrent clients on one object and on
 // many, every other method, and bad requests that must get error replies
 // while the server keeps serving.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <fstream>
@@ -300,6 +303,62 @@ TEST_F(OdsServiceTest, FlippedByteOnDiskIsACorruptionReplyOtherBlocksRead) {
   q.set_dir_count(0);
   pb::ScrubReply a;
   EXPECT_EQ(client_->channel().call<pb::OdsScrub>(q, &a).code(), Code::kInvalidArgument);
+}
+
+// A free loopback port (bound and released: the daemon takes it next).
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &al);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string http_get(uint16_t port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "";
+  }
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n", out;
+  (void)!::write(fd, req.data(), req.size());
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST(OdsMetrics, PrometheusEndpointCountsRequestsBytesAndErrors) {
+  TempDir dir;
+  std::string key_file = make_key(dir);
+  DaemonProcess ods;
+  uint16_t port = free_port();
+  std::string address = start_ods(ods, dir.path() + "/data", key_file, dir.path() + "/ods.log",
+                                  {"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  OdsClient cl(address, key_of(key_file));
+  auto d = pattern(10000, 1);
+  ASSERT_TRUE(cl.write(3, 0, d).ok());
+  ASSERT_TRUE(cl.read(3, 0, 4000).ok());
+  EXPECT_FALSE(cl.write(0, 0, d).ok());
+  std::string page = http_get(port, "/metrics");
+  EXPECT_NE(page.find("HTTP/1.1 200"), std::string::npos) << page;
+  EXPECT_NE(page.find("surge_ods_requests_total{method=\"write\"} 2\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("surge_ods_request_errors_total{method=\"write\"} 1\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("surge_ods_write_bytes_total 10000\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("surge_ods_read_bytes_total 4000\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("surge_ods_objects 1\n"), std::string::npos) << page;
+  EXPECT_NE(http_get(port, "/other").find("HTTP/1.1 404"), std::string::npos);
+  int st = ods.stop();
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
 }
 
 }  // namespace
