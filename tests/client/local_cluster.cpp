@@ -64,7 +64,37 @@ bool is_mounted(const std::string& path) {
   return false;
 }
 
-std::string addr(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
+// SURGE_TEST_TRANSPORT=rdma (with SURGE_RDMA_HOST, as in the Soft-RoCE VM)
+// runs the same cluster over RDMA; the default is TCP on 127.0.0.1.
+std::string transport() {
+  const char* t = std::getenv("SURGE_TEST_TRANSPORT");
+  return t != nullptr && std::string(t) == "rdma" ? "rdma" : "tcp";
+}
+std::string host() {
+  const char* h = std::getenv("SURGE_RDMA_HOST");
+  return transport() == "rdma" && h != nullptr ? h : "127.0.0.1";
+}
+std::string addr(int port) { return transport() + "://" + host() + ":" + std::to_string(port); }
+
+// Bytes in a file now: where the new run's log starts.
+size_t log_size(const std::string& path) {
+  std::error_code ec;
+  auto n = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<size_t>(n);
+}
+
+// The daemons print "surge-X listening on ADDR" once they serve.
+bool log_says_listening(const std::string& path, size_t from) {
+  std::ifstream in(path);
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" listening on ") != std::string::npos && line.rfind("surge-", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -73,6 +103,7 @@ std::string LocalCluster::ods_dir(int i) const { return dir_ + "/ods" + std::to_
 
 Result<pid_t> LocalCluster::spawn(const std::string& name, const std::vector<std::string>& argv) {
   std::string log = dir_ + "/logs/" + name + ".log";
+  log_start_ = log_size(log);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return Status::FromErrno(errno, "fork for " + name);
@@ -95,6 +126,7 @@ Result<pid_t> LocalCluster::spawn(const std::string& name, const std::vector<std
 }
 
 Status LocalCluster::wait_port(const std::string& name, pid_t pid, int port, int timeout_ms) {
+  std::string log = dir_ + "/logs/" + name + ".log";
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     int st = 0;
@@ -103,7 +135,9 @@ Status LocalCluster::wait_port(const std::string& name, pid_t pid, int port, int
                               ") before listening on port " + std::to_string(port) + "; log:\n" +
                               log_tail(name));
     }
-    if (port_open(port)) return Status::OK();
+    if (transport() == "tcp" ? port_open(port) : log_says_listening(log, log_start_)) {
+      return Status::OK();
+    }
     std::this_thread::sleep_for(20ms);
   }
   return Status::TimedOut(name + " not listening on port " + std::to_string(port) + " after " +
@@ -167,6 +201,7 @@ Result<std::unique_ptr<Client>> LocalCluster::connect(int io_timeout_ms) const {
   o.io_timeout = std::chrono::milliseconds(io_timeout_ms);
   o.mds_timeout = std::chrono::milliseconds(20000);
   o.pool_buffers = 8;
+  o.transport = transport();
   return Client::Connect(o);
 }
 
@@ -223,7 +258,7 @@ Result<std::string> LocalCluster::mount(const std::string& name, const std::stri
   std::string mp = dir_ + "/" + name;
   fs::create_directories(mp);
   std::string opts = "key_file=" + key_file_ + ",allow_other,auto_unmount,io_timeout_ms=" +
-                     cfg_.client_io_timeout_ms;
+                     cfg_.client_io_timeout_ms + ",transport=" + transport();
   if (!extra_opts.empty()) opts += "," + extra_opts;
   std::string bin = build_ + "/client/fuse/surge-fuse";
   std::string log = "fuse-" + name;

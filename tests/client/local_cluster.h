@@ -1,5 +1,6 @@
 // LocalCluster: a real Surge cluster for the client tests: one surge-mds and
-// N surge-ods processes on 127.0.0.1 (free ports), their data and logs in a
+// N surge-ods processes on 127.0.0.1 (free ports; over RDMA on
+// SURGE_RDMA_HOST when SURGE_TEST_TRANSPORT=rdma), their data and logs in a
 // fresh temp dir, a generated cluster key, and any number of real FUSE
 // mounts (surge-fuse in the foreground, as a child). Everything it started
 // is killed and unmounted in the destructor, on every exit path; children
@@ -69,6 +70,7 @@ class LocalCluster {
   std::string dir_;
   std::string build_;
   std::string key_file_;
+  size_t log_start_ = 0;  // offset of the latest spawn's output in its log
   int mds_port_ = 0;
   pid_t mds_pid_ = -1;
   std::vector<int> ods_ports_;
