@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "common/log.h"
 #include "net/frame.h"
@@ -42,7 +44,7 @@ std::string wc_error(const ibv_wc& wc) {
 
 // One send-queue work request, queued until credits and queue room allow.
 struct RdmaConnection::Wr {
-  enum class Kind : uint8_t { kMessage, kRead, kWrite };
+  enum class Kind : uint8_t { kMessage, kRead, kWrite, kBind, kInvalidate };
   Kind kind = Kind::kMessage;
   std::string payload;  // kMessage: this fragment's bytes
   uint8_t flags = 0;
@@ -54,6 +56,9 @@ struct RdmaConnection::Wr {
   std::shared_ptr<OpWaiter> waiter;
   int slot = -1;  // send buffer in use, returned on completion
   bool control = false;
+  ibv_mw* mw = nullptr;  // kBind / kInvalidate
+  ibv_mr* mr = nullptr;  // kBind
+  bool remote_write = false;
 };
 
 // A blocking bulk operation waiting for its work requests.
@@ -165,6 +170,9 @@ Status RdmaConnection::setup_verbs() {
     return Status::FromErrno(errno, "rdma: rdma_create_qp for " + peer_);
   }
   qp_ = id_->qp;
+  const char* mw_env = std::getenv("SURGE_RDMA_MEMORY_WINDOWS");
+  windows_enabled_ = device_->supports_mw_type2() &&
+                     !(mw_env != nullptr && std::string_view(mw_env) == "0");
   {
     std::lock_guard lk(mu_);
     for (uint32_t i = 0; i < recvs; ++i) SURGE_RETURN_IF_ERROR(post_recv_locked(i));
@@ -638,10 +646,19 @@ void RdmaConnection::handle_send(const ibv_wc& wc) {
     --sq_outstanding_;
     if (w->kind == Wr::Kind::kRead) --rd_outstanding_;
     if (w->slot >= 0) free_send_slots_.push_back(static_cast<uint32_t>(w->slot));
+    if (w->kind == Wr::Kind::kInvalidate && wc.status == IBV_WC_SUCCESS) {
+      // Not reused: Soft-RoCE (Linux 6.1) fails to bind a type 2 window a
+      // second time after a local invalidate; a fresh one per bind works.
+      ibv_dealloc_mw(w->mw);
+      all_mws_.erase(std::remove(all_mws_.begin(), all_mws_.end(), w->mw), all_mws_.end());
+      mw_rkeys_.erase(w->mw);
+    }
     if (wc.status != IBV_WC_SUCCESS) {
-      const char* what = w->kind == Wr::Kind::kRead    ? "RDMA READ"
-                         : w->kind == Wr::Kind::kWrite ? "RDMA WRITE"
-                                                       : "SEND";
+      const char* what = w->kind == Wr::Kind::kRead         ? "RDMA READ"
+                         : w->kind == Wr::Kind::kWrite      ? "RDMA WRITE"
+                         : w->kind == Wr::Kind::kBind       ? "memory window bind"
+                         : w->kind == Wr::Kind::kInvalidate ? "memory window invalidate"
+                                                            : "SEND";
       if (wc.status == IBV_WC_WR_FLUSH_ERR) {
         err = Status::Disconnected(std::string("rdma: ") + what + " to " + peer_ +
                                    " flushed: " + close_reason_.ToString());
@@ -752,6 +769,22 @@ void RdmaConnection::pump_locked() {
       sge.length = static_cast<uint32_t>(kMsgHeaderSize + get_u32(b + 12));
       sge.lkey = device_->find_keys(b, sge.length)->lkey;
       wr.opcode = IBV_WR_SEND;
+    } else if (w->kind == Wr::Kind::kBind) {
+      wr.sg_list = nullptr;
+      wr.num_sge = 0;
+      wr.opcode = IBV_WR_BIND_MW;
+      wr.bind_mw.mw = w->mw;
+      wr.bind_mw.rkey = w->rkey;
+      wr.bind_mw.bind_info.mr = w->mr;
+      wr.bind_mw.bind_info.addr = reinterpret_cast<uintptr_t>(w->local);
+      wr.bind_mw.bind_info.length = w->length;
+      wr.bind_mw.bind_info.mw_access_flags =
+          w->remote_write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+    } else if (w->kind == Wr::Kind::kInvalidate) {
+      wr.sg_list = nullptr;
+      wr.num_sge = 0;
+      wr.opcode = IBV_WR_LOCAL_INV;
+      wr.invalidate_rkey = w->rkey;
     } else {
       sge.addr = reinterpret_cast<uintptr_t>(w->local);
       sge.length = static_cast<uint32_t>(w->length);
@@ -803,6 +836,61 @@ void RdmaConnection::pump_locked() {
     queue_.pop_front();
     if (!post(std::move(w))) return;
   }
+}
+
+Result<RdmaConnection::Window> RdmaConnection::bind_window(void* addr, uint64_t len,
+                                                           bool remote_write) {
+  if (!windows_enabled_) {
+    return Status::NotSupported("rdma: no type 2 memory windows on the device of " + peer_);
+  }
+  ibv_mr* mr = device_->find_mr(addr, len);
+  if (mr == nullptr) {
+    return Status::InvalidArgument("rdma: a window over " + std::to_string(len) +
+                                   " bytes for " + peer_ + " needs registered memory");
+  }
+  std::lock_guard lk(mu_);
+  if (state_ != State::kReady) {
+    return Status::Disconnected("rdma: connection to " + peer_ + " is not open: " +
+                                close_reason_.ToString());
+  }
+  ibv_mw* mw = nullptr;
+  if (!free_mws_.empty()) {
+    mw = free_mws_.back();
+    free_mws_.pop_back();
+  } else {
+    mw = ibv_alloc_mw(device_->pd(), IBV_MW_TYPE_2);
+    if (mw == nullptr) {
+      return Status::FromErrno(errno, "rdma: ibv_alloc_mw (type 2) for " + peer_);
+    }
+    all_mws_.push_back(mw);
+    mw_rkeys_[mw] = mw->rkey;
+  }
+  // A fresh key each bind: an old rkey of this window never works again.
+  uint32_t rkey = ibv_inc_rkey(mw_rkeys_[mw]);
+  mw_rkeys_[mw] = rkey;
+  auto w = std::make_unique<Wr>();
+  w->kind = Wr::Kind::kBind;
+  w->mw = mw;
+  w->mr = mr;
+  w->local = static_cast<std::byte*>(addr);
+  w->length = len;
+  w->rkey = rkey;
+  w->remote_write = remote_write;
+  queue_.push_back(std::move(w));
+  pump_locked();
+  return Window{mw, rkey};
+}
+
+void RdmaConnection::release_window(const Window& win) {
+  if (win.mw == nullptr) return;
+  std::lock_guard lk(mu_);
+  if (state_ >= State::kClosing) return;  // dead QP: windows go at destroy
+  auto w = std::make_unique<Wr>();
+  w->kind = Wr::Kind::kInvalidate;
+  w->mw = win.mw;
+  w->rkey = win.rkey;
+  queue_.push_back(std::move(w));
+  pump_locked();
 }
 
 Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uint64_t remote,
@@ -900,6 +988,10 @@ void RdmaConnection::maybe_destroy_locked() {
   loop_->remove_poller(this);
   if (qp_ != nullptr) rdma_destroy_qp(id_);
   qp_ = nullptr;
+  for (ibv_mw* mw : all_mws_) ibv_dealloc_mw(mw);
+  all_mws_.clear();
+  free_mws_.clear();
+  mw_rkeys_.clear();
   if (cq_ != nullptr && ibv_destroy_cq(cq_) != 0) {
     SLOG_ERROR("rdma: ibv_destroy_cq for {} failed", peer_);
   }

@@ -18,6 +18,12 @@
 // data, then Proof and Welcome as the first two messages. Nothing else is
 // delivered before the Welcome.
 //
+// Memory windows. Where the device has type 2 windows, a client binds one
+// per bulk region of a request (bind_window) and invalidates it when the
+// reply came (release_window), so a server can reach only the buffers of
+// requests in flight, never a whole slab. Binds and invalidates travel on
+// the send queue in order with the messages.
+//
 // Bulk. read()/write() split a transfer into work requests within the
 // device's max message size and keep at most max_rd_atomic READs in flight
 // on the QP; they block the calling thread (a handler's worker) until every
@@ -128,6 +134,22 @@ class RdmaConnection final : public CmEventTarget,
   Status read(std::span<std::byte> local, uint64_t remote_addr, uint32_t rkey);
   Status write(std::span<const std::byte> local, uint64_t remote_addr, uint32_t rkey);
 
+  // Client side of per-request exposure: a type 2 memory window over
+  // [addr, addr+len) of registered memory that lets the peer READ it
+  // (remote_write false) or WRITE it, and nothing else. The bind is queued
+  // on the send queue, so a message sent after this call finds it bound.
+  // NotSupported when the device has no type 2 windows (or
+  // SURGE_RDMA_MEMORY_WINDOWS=0); then the caller uses the slab's key.
+  struct Window {
+    ibv_mw* mw = nullptr;
+    uint32_t rkey = 0;
+  };
+  Result<Window> bind_window(void* addr, uint64_t len, bool remote_write);
+  // Invalidates the window (local invalidate on the send queue); the rkey
+  // is dead for the peer once that completes, and the window is reused.
+  void release_window(const Window& w);
+  bool windows_enabled() const { return windows_enabled_; }
+
   // Closes with `why` (any thread; idempotent). Synchronous: no callback
   // runs after it returns.
   void close(const Status& why);
@@ -217,6 +239,10 @@ class RdmaConnection final : public CmEventTarget,
   uint32_t rd_outstanding_ = 0;
   uint32_t recvs_posted_ = 0;
   std::vector<uint32_t> free_send_slots_;
+  bool windows_enabled_ = false;
+  std::vector<ibv_mw*> all_mws_;
+  std::vector<ibv_mw*> free_mws_;
+  std::unordered_map<ibv_mw*, uint32_t> mw_rkeys_;  // current rkey of each window
   std::deque<std::unique_ptr<Wr>> queue_;
   std::unordered_map<uint64_t, std::unique_ptr<Wr>> posted_;
   uint64_t next_wr_id_ = 1;

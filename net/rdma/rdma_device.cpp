@@ -87,6 +87,7 @@ void RdmaDevice::detach_pool(BufferPool& pool) {
 
 Status RdmaDevice::register_slab(void* base, size_t len) {
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+  if (mw_type2_) access |= IBV_ACCESS_MW_BIND;  // per-request windows (rdma_connection.h)
   ibv_mr* mr = ibv_reg_mr(pd_, base, len, access);
   if (mr == nullptr) {
     return Status::FromErrno(errno, "rdma: ibv_reg_mr of " + std::to_string(len) +
@@ -131,14 +132,20 @@ Result<std::unique_ptr<RegisteredBuffer>> RdmaDevice::allocate_registered(size_t
   return std::make_unique<RegisteredBuffer>(p, len, mr);
 }
 
-std::optional<MemoryKeys> RdmaDevice::find_keys(const void* p, size_t len) const {
+ibv_mr* RdmaDevice::find_mr(const void* p, size_t len) const {
   auto a = reinterpret_cast<uintptr_t>(p);
   std::shared_lock lk(mr_mu_);
   auto it = mrs_.upper_bound(a);
-  if (it == mrs_.begin()) return std::nullopt;
+  if (it == mrs_.begin()) return nullptr;
   --it;
-  const ibv_mr* mr = it->second;
-  if (a + len > it->first + mr->length || a + len < a) return std::nullopt;
+  ibv_mr* mr = it->second;
+  if (a + len > it->first + mr->length || a + len < a) return nullptr;
+  return mr;
+}
+
+std::optional<MemoryKeys> RdmaDevice::find_keys(const void* p, size_t len) const {
+  const ibv_mr* mr = find_mr(p, len);
+  if (mr == nullptr) return std::nullopt;
   return MemoryKeys{mr->lkey, mr->rkey};
 }
 

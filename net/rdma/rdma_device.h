@@ -7,7 +7,8 @@
 //    same object for all of them while anyone holds it;
 //  * a BufferPool is registered with a device once (attach_pool), however
 //    many connections use it: each slab becomes one MR with LOCAL_WRITE |
-//    REMOTE_READ | REMOTE_WRITE. Nothing is registered on the hot path:
+//    REMOTE_READ | REMOTE_WRITE (| MW_BIND where the device has type 2
+//    memory windows). Nothing is registered on the hot path:
 //    find_keys() is a map lookup under a shared lock;
 //  * attach/detach are reference counted; the last detach deregisters.
 #pragma once
@@ -78,6 +79,8 @@ class RdmaDevice final : public MemoryRegistrar {
 
   // Keys of the registered region holding all of [p, p+len), if any.
   std::optional<MemoryKeys> find_keys(const void* p, size_t len) const;
+  // The MR holding all of [p, p+len) (to bind a memory window), or null.
+  ibv_mr* find_mr(const void* p, size_t len) const;
 
   // MemoryRegistrar (called by BufferPool).
   Status register_slab(void* base, size_t len) override;

@@ -11,11 +11,11 @@
 // pulls, copied out after the reply for pushes, under the call's mutex and
 // only if the caller has not abandoned it).
 //
-// Limitation (documented, see net/rdma/README.md): keys are per slab, not
-// per request. Soft-RoCE does support type 2 memory windows; binding one per
-// request is the next step and would also make a late server WRITE after
-// the caller abandoned a call impossible rather than merely harmless to the
-// bounce path.
+// Exposure: where the device has type 2 memory windows (Soft-RoCE does), a
+// window is bound over each region of a request, its rkey goes in the
+// descriptor, and it is invalidated when the reply arrives: a server reaches
+// only the buffers of requests in flight. Without windows, keys are per slab
+// (documented in net/rdma/README.md).
 #include <arpa/inet.h>
 #include <netdb.h>
 
@@ -110,7 +110,46 @@ class RdmaClientTransport final : public ClientTransport {
                                      std::to_string(kMaxDescriptors) + ")");
     }
     std::vector<BulkDescriptor> descs;
-    std::vector<Bounce> bounces;
+    Exposure ex;
+    Status st = describe(req, descs, ex);
+    if (!st.ok()) {
+      for (auto& w : ex.windows) conn_->release_window(w);
+      return st;
+    }
+    FrameHeader h;
+    h.type = FrameType::kRequest;
+    h.service = req.service;
+    h.method = req.method;
+    h.request_id = req.request_id;
+    h.body_length = static_cast<uint32_t>(req.body.size());
+    h.descriptor_count = static_cast<uint16_t>(descs.size());
+    std::string frame = make_frame(h, req.body, descs);
+    if (!ex.bounces.empty() || !ex.windows.empty()) {
+      std::lock_guard lk(mu_);
+      exposed_[req.request_id] = std::move(ex);
+    }
+    st = conn_->send_message(std::move(frame));
+    if (!st.ok()) take_exposure(req.request_id);
+    return st;
+  }
+
+  uint32_t credits() const override { return conn_->rpc_credits(); }
+  bool connected() const override { return conn_ && conn_->ready() && !closed_; }
+  void close() override {
+    if (conn_) conn_->close(Status::Disconnected("rdma: channel to " + peer_ + " closed"));
+    closed_ = true;
+  }
+  const std::string& peer() const override { return peer_; }
+
+ private:
+  struct Bounce;
+  struct Exposure;
+
+  // One descriptor per region: zero copy for registered memory, else a
+  // bounce buffer; narrowed to a memory window where the device has them.
+  Status describe(const OutgoingRequest& req, std::vector<BulkDescriptor>& descs,
+                  Exposure& ex) {
+    std::vector<Bounce>& bounces = ex.bounces;
     for (size_t i = 0; i < req.bulk.size(); ++i) {
       const BulkRegion& r = req.bulk[i];
       BulkDescriptor d;
@@ -121,6 +160,7 @@ class RdmaClientTransport final : public ClientTransport {
       if (keys) {
         d.addr = reinterpret_cast<uintptr_t>(r.addr);
         d.rkey = keys->rkey;
+        if (r.length > 0) SURGE_RETURN_IF_ERROR(narrow(ex, r.addr, d));
       } else {
         // Bounce: a pool buffer when one fits, else a buffer registered for
         // this call. Never the caller's memory itself: the copy-out happens
@@ -147,38 +187,14 @@ class RdmaClientTransport final : public ClientTransport {
         }
         if (!b.push) std::memcpy(b.data, r.addr, r.length);
         d.addr = reinterpret_cast<uintptr_t>(b.data);
+        if (!b.tmp) SURGE_RETURN_IF_ERROR(narrow(ex, b.data, d));
         bounces.push_back(std::move(b));
       }
       descs.push_back(d);
     }
-    FrameHeader h;
-    h.type = FrameType::kRequest;
-    h.service = req.service;
-    h.method = req.method;
-    h.request_id = req.request_id;
-    h.body_length = static_cast<uint32_t>(req.body.size());
-    h.descriptor_count = static_cast<uint16_t>(descs.size());
-    if (!bounces.empty()) {
-      std::lock_guard lk(mu_);
-      bounces_[req.request_id] = std::move(bounces);
-    }
-    Status st = conn_->send_message(make_frame(h, req.body, descs));
-    if (!st.ok()) {
-      std::lock_guard lk(mu_);
-      bounces_.erase(req.request_id);
-    }
-    return st;
+    return Status::OK();
   }
 
-  uint32_t credits() const override { return conn_->rpc_credits(); }
-  bool connected() const override { return conn_ && conn_->ready() && !closed_; }
-  void close() override {
-    if (conn_) conn_->close(Status::Disconnected("rdma: channel to " + peer_ + " closed"));
-    closed_ = true;
-  }
-  const std::string& peer() const override { return peer_; }
-
- private:
   struct Bounce {
     PoolBuffer buf;
     std::unique_ptr<rdma::RegisteredBuffer> tmp;
@@ -186,6 +202,41 @@ class RdmaClientTransport final : public ClientTransport {
     size_t region = 0;
     bool push = false;
   };
+  // What one request exposes to the server until its reply.
+  struct Exposure {
+    std::vector<Bounce> bounces;
+    std::vector<RdmaConnection::Window> windows;
+  };
+
+  // Where the device has type 2 memory windows, expose only [addr, +len)
+  // of this call instead of the whole slab: the descriptor gets the
+  // window's rkey. On any failure, windows already bound are released.
+  Status narrow(Exposure& ex, void* addr, BulkDescriptor& d) {
+    if (!conn_->windows_enabled()) return Status::OK();
+    auto w = conn_->bind_window(addr, d.length, d.access == BulkAccess::kServerPush);
+    if (!w.ok()) {
+      for (auto& win : ex.windows) conn_->release_window(win);
+      ex.windows.clear();
+      return w.status();
+    }
+    d.rkey = w->rkey;
+    ex.windows.push_back(*w);
+    return Status::OK();
+  }
+
+  // Removes a request's exposure and invalidates its windows.
+  Exposure take_exposure(uint64_t request_id) {
+    Exposure ex;
+    {
+      std::lock_guard lk(mu_);
+      auto it = exposed_.find(request_id);
+      if (it == exposed_.end()) return ex;
+      ex = std::move(it->second);
+      exposed_.erase(it);
+    }
+    for (auto& w : ex.windows) conn_->release_window(w);
+    return ex;
+  }
 
   void on_message(RdmaMessage m) {
     auto bytes = m.bytes();
@@ -211,15 +262,8 @@ class RdmaClientTransport final : public ClientTransport {
                                          frame_type_name(h.type) + " frame from " + peer_));
       return;
     }
-    std::vector<Bounce> bounces;
-    {
-      std::lock_guard lk(mu_);
-      auto it = bounces_.find(h.request_id);
-      if (it != bounces_.end()) {
-        bounces = std::move(it->second);
-        bounces_.erase(it);
-      }
-    }
+    Exposure ex = take_exposure(h.request_id);
+    std::vector<Bounce>& bounces = ex.bounces;
     if (h.status != 0) {
       table_->complete(h.request_id, Status(static_cast<Code>(h.status), std::move(body)), {});
       return;
@@ -242,7 +286,7 @@ class RdmaClientTransport final : public ClientTransport {
   void on_closed(const Status& why) {
     {
       std::lock_guard lk(mu_);
-      bounces_.clear();  // the QP is in error: the server can no longer touch them
+      exposed_.clear();  // the QP is in error: the server can no longer touch them
     }
     table_->fail_all(why.code() == Code::kDisconnected
                          ? why
@@ -256,7 +300,7 @@ class RdmaClientTransport final : public ClientTransport {
   std::shared_ptr<RdmaConnection> conn_;
   std::atomic<bool> closed_{false};
   std::mutex mu_;
-  std::unordered_map<uint64_t, std::vector<Bounce>> bounces_;
+  std::unordered_map<uint64_t, Exposure> exposed_;
 };
 
 // ------------------------------------------------------------ server side

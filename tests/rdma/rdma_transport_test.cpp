@@ -548,6 +548,37 @@ TEST_F(RdmaRawTest, BadRkeyFailsThatOperationOnlyAndOthersContinue) {
   EXPECT_TRUE(again.ok()) << again.ToString();
 }
 
+// Soft-RoCE (Linux 6.1) checks a window's key and lifetime but not its
+// range (a READ outside the window, inside the slab, succeeds there), so
+// what can be tested here is the lifetime: a key works while its request is
+// in flight and never after.
+TEST_F(RdmaRawTest, MemoryWindowKeyWorksOnlyUntilReleased) {
+  auto a = connect();
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->device()->supports_mw_type2()) << "Soft-RoCE should offer type 2 windows";
+  ASSERT_TRUE(a->windows_enabled());
+  auto sa = server_->wait_conn(0);
+  ASSERT_TRUE(sa);
+  auto client_buf = pool_->acquire(65536, 5000ms);
+  auto server_buf = pool_->acquire(65536, 5000ms);
+  ASSERT_TRUE(client_buf.ok() && server_buf.ok());
+  for (size_t i = 0; i < 65536; ++i) client_buf->data()[i] = std::byte(i * 13);
+  auto base = reinterpret_cast<uint64_t>(client_buf->data());
+  auto w = a->bind_window(client_buf->data() + 4096, 8192, /*remote_write=*/false);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_NE(w->rkey, a->device()->find_keys(client_buf->data(), 1)->rkey);
+  Status in = sa->read({server_buf->data(), 8192}, base + 4096, w->rkey);
+  ASSERT_TRUE(in.ok()) << in.ToString();
+  EXPECT_EQ(std::memcmp(server_buf->data(), client_buf->data() + 4096, 8192), 0);
+  a->release_window(*w);
+  std::this_thread::sleep_for(300ms);  // the local invalidate completes
+  auto t0 = std::chrono::steady_clock::now();
+  Status late = sa->read({server_buf->data(), 4096}, base + 4096, w->rkey);
+  EXPECT_EQ(late.code(), Code::kPermissionDenied) << late.ToString();
+  SLOG_INFO("window test: the read with a released key failed after {} ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
 TEST_F(RdmaRawTest, TeardownWithOperationsInFlight) {
   auto c = connect();
   ASSERT_TRUE(c);
