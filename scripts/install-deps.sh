@@ -14,7 +14,7 @@ PACKAGES=(
   libssl-dev libisal-dev liburing-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test and benchmark tools
-  fio iperf3 perftest attr rsync ansible-core psmisc procps util-linux e2fsprogs
+  fio iperf3 perftest python3 attr rsync ansible-core psmisc procps util-linux e2fsprogs
   # the Soft-RoCE VM the RDMA tests run in
   qemu-system-x86 linux-image-amd64 busybox-static iproute2 cpio kmod
 )
