@@ -53,6 +53,7 @@ int surge_connect(const surge_options_t* o, surge_t** out) {
   if (o->cluster_key_file) opt.cluster_key_file = o->cluster_key_file;
   if (o->transport) opt.transport = o->transport;
   if (o->io_timeout_ms) opt.io_timeout = std::chrono::milliseconds(o->io_timeout_ms);
+  if (o->mds_timeout_ms) opt.mds_timeout = std::chrono::milliseconds(o->mds_timeout_ms);
   auto c = surge::Client::Connect(opt);
   if (!c.ok()) return neg(c.status());
   auto* fs = new surge_client;

@@ -27,6 +27,7 @@ typedef struct surge_options {
   const char* cluster_key_file; /* or a file holding it */
   const char* transport;        /* "tcp" (default) or "rdma" */
   uint32_t io_timeout_ms;       /* 0: default (10 s) */
+  uint32_t mds_timeout_ms;      /* 0: default (30 s): how long an unreachable MDS is retried */
 } surge_options_t;
 
 /* Connects; *out is set on success. */
