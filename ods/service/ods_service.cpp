@@ -2,6 +2,7 @@
 #include "ods/service/ods_service.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
