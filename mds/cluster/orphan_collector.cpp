@@ -26,10 +26,11 @@ Result<CollectStats> OrphanCollector::collect_once() {
       ++st.still_open;
       continue;
     }
-    SURGE_ASSIGN_OR_RETURN(auto rec, ns_->orphan_record(ino));
+    records::InodeRecord rec;
+    SURGE_ASSIGN_OR_RETURN(bool found, ns_->orphan_record(ino, &rec));
     bool removed_all = true;
-    if (rec && rec->attr().has_layout()) {
-      for (uint32_t target : rec->attr().layout().targets()) {
+    if (found && rec.attr().has_layout()) {
+      for (uint32_t target : rec.attr().layout().targets()) {
         auto addr = map_->live_address(target);
         if (!addr) {
           removed_all = false;

@@ -142,19 +142,21 @@ Result<uint64_t> Namespace::alloc_ino() {
   return next_ino_++;
 }
 
-Result<std::optional<records::InodeRecord>> Namespace::load(uint64_t ino) {
+Result<bool> Namespace::load(uint64_t ino, records::InodeRecord* out) {
   SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kInodes, keys::inode(ino)));
-  if (!v) return std::optional<records::InodeRecord>();
-  records::InodeRecord r;
-  if (!r.ParseFromString(*v)) return Status::Corruption(ino_str(ino) + " has an unreadable record");
-  return std::optional<records::InodeRecord>(std::move(r));
+  if (!v) return false;
+  if (!out->ParseFromString(*v)) {
+    return Status::Corruption(ino_str(ino) + " has an unreadable record");
+  }
+  return true;
 }
 
 Result<records::InodeRecord> Namespace::load_existing(uint64_t ino, const char* what) {
   if (ino == 0) return Status::InvalidArgument(std::string(what) + ": inode 0 does not exist");
-  SURGE_ASSIGN_OR_RETURN(auto r, load(ino));
-  if (!r) return Status::NotFound(std::string(what) + ": no " + ino_str(ino));
-  return std::move(*r);
+  records::InodeRecord r;
+  SURGE_ASSIGN_OR_RETURN(bool found, load(ino, &r));
+  if (!found) return Status::NotFound(std::string(what) + ": no " + ino_str(ino));
+  return r;
 }
 
 Result<records::InodeRecord> Namespace::load_dir(uint64_t ino, const char* what) {
@@ -221,9 +223,10 @@ Result<pb::Layout> Namespace::effective_dir_layout(const records::InodeRecord& d
       return l;
     }
     if (cur.attr().ino() == proto::mds::kRootIno) return l;
-    SURGE_ASSIGN_OR_RETURN(auto p, load(cur.parent()));
-    if (!p) return l;
-    cur = std::move(*p);
+    records::InodeRecord p;
+    SURGE_ASSIGN_OR_RETURN(bool found, load(cur.parent(), &p));
+    if (!found) return l;
+    cur = std::move(p);
   }
   return l;
 }
@@ -422,10 +425,11 @@ Status Namespace::lookup(const pb::LookupRequest& req, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(check_access(req.cred(), p.attr(), kMayExec, "lookup"));
   SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name()));
   if (!d) return Status::NotFound("lookup: no " + entry_str(req.parent(), req.name()));
-  SURGE_ASSIGN_OR_RETURN(auto c, load(d->child));
+  records::InodeRecord c;
+  SURGE_ASSIGN_OR_RETURN(bool found, load(d->child, &c));
   // Removed between the two reads: as if the lookup came after.
-  if (!c) return Status::NotFound("lookup: no " + entry_str(req.parent(), req.name()));
-  *out->mutable_attr() = c->attr();
+  if (!found) return Status::NotFound("lookup: no " + entry_str(req.parent(), req.name()));
+  *out->mutable_attr() = c.attr();
   return Status::OK();
 }
 
@@ -590,8 +594,9 @@ Status Namespace::readdir(const pb::ReadDirRequest& req, pb::ReadDirReply* out) 
   SURGE_RETURN_IF_ERROR(bad);
   if (req.plus()) {
     for (auto& e : *out->mutable_entries()) {
-      SURGE_ASSIGN_OR_RETURN(auto c, load(e.ino()));
-      if (c) *e.mutable_attr() = c->attr();  // gone meanwhile: entry without attributes
+      records::InodeRecord c;
+      SURGE_ASSIGN_OR_RETURN(bool found, load(e.ino(), &c));
+      if (found) *e.mutable_attr() = c.attr();  // gone meanwhile: entry without attributes
     }
   }
   out->set_eof(!more);
@@ -639,17 +644,18 @@ Result<std::vector<uint64_t>> Namespace::list_orphans(size_t max) {
   return out;
 }
 
-Result<std::optional<records::InodeRecord>> Namespace::orphan_record(uint64_t ino) {
-  return load(ino);
+Result<bool> Namespace::orphan_record(uint64_t ino, records::InodeRecord* out) {
+  return load(ino, out);
 }
 
 Status Namespace::purge_orphan(uint64_t ino) {
   auto g = locks_.lock({ino});
   if (sessions_->is_open(ino)) return Status::Busy("orphan " + ino_str(ino) + " is open again");
-  SURGE_ASSIGN_OR_RETURN(auto rec, load(ino));
+  records::InodeRecord rec;
+  SURGE_ASSIGN_OR_RETURN(bool found, load(ino, &rec));
   KvBatch b;
   b.del(Space::kSystem, keys::orphan(ino));
-  if (rec && rec->attr().nlink() == 0) {
+  if (found && rec.attr().nlink() == 0) {
     b.del(Space::kInodes, keys::inode(ino));
     SURGE_RETURN_IF_ERROR(delete_xattrs(b, ino));
   }

@@ -84,8 +84,8 @@ class Namespace {
 
   // Orphan collection (see OrphanCollector).
   Result<std::vector<uint64_t>> list_orphans(size_t max);
-  // The orphan's record (nullopt when it is already gone).
-  Result<std::optional<records::InodeRecord>> orphan_record(uint64_t ino);
+  // The orphan's record into *out; false when it is already gone.
+  Result<bool> orphan_record(uint64_t ino, records::InodeRecord* out);
   // Deletes the inode, its xattrs and its orphan entry, unless it is open
   // again (then Busy).
   Status purge_orphan(uint64_t ino);
@@ -103,7 +103,8 @@ class Namespace {
       : kv_(kv), map_(map), sessions_(sessions), objects_(objects), opts_(o) {}
 
   Result<uint64_t> alloc_ino();
-  Result<std::optional<records::InodeRecord>> load(uint64_t ino);
+  // Reads an inode record into *out; false when there is none.
+  Result<bool> load(uint64_t ino, records::InodeRecord* out);
   Result<records::InodeRecord> load_existing(uint64_t ino, const char* what);
   Result<records::InodeRecord> load_dir(uint64_t ino, const char* what);
   Result<std::optional<keys::DentryValue>> find(uint64_t parent, const std::string& name);

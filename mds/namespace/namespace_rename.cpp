@@ -27,9 +27,10 @@ Result<bool> Namespace::is_ancestor(uint64_t maybe_ancestor, uint64_t ino) {
   for (int depth = 0; depth < 1 << 16; ++depth) {
     if (cur == maybe_ancestor) return true;
     if (cur == proto::mds::kRootIno) return false;
-    SURGE_ASSIGN_OR_RETURN(auto r, load(cur));
-    if (!r) return false;
-    cur = r->parent();
+    records::InodeRecord r;
+    SURGE_ASSIGN_OR_RETURN(bool found, load(cur, &r));
+    if (!found) return false;
+    cur = r.parent();
   }
   return Status::Corruption("directory " + std::to_string(ino) + " has a parent cycle");
 }
