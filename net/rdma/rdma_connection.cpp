@@ -170,9 +170,11 @@ Status RdmaConnection::setup_verbs() {
     return Status::FromErrno(errno, "rdma: rdma_create_qp for " + peer_);
   }
   qp_ = id_->qp;
+  // Opt-in: on Soft-RoCE (Linux 6.1) binds fail now and then under load
+  // ("memory management operation error"), which kills the connection.
   const char* mw_env = std::getenv("SURGE_RDMA_MEMORY_WINDOWS");
-  windows_enabled_ = device_->supports_mw_type2() &&
-                     !(mw_env != nullptr && std::string_view(mw_env) == "0");
+  windows_enabled_ = device_->supports_mw_type2() && mw_env != nullptr &&
+                     std::string_view(mw_env) == "1";
   {
     std::lock_guard lk(mu_);
     for (uint32_t i = 0; i < recvs; ++i) SURGE_RETURN_IF_ERROR(post_recv_locked(i));
@@ -944,6 +946,12 @@ Status RdmaConnection::write(std::span<const std::byte> local, uint64_t remote_a
 
 void RdmaConnection::close(const Status& why) {
   auto self = shared_from_this();
+  {
+    // Already closing: nothing to do, and the loop may be gone (a server
+    // handler closing a connection after the server stopped).
+    std::lock_guard lk(mu_);
+    if (state_ >= State::kClosing) return;
+  }
   loop_->run_sync([&] { shutdown(why); });
 }
 

@@ -18,7 +18,7 @@
 // data, then Proof and Welcome as the first two messages. Nothing else is
 // delivered before the Welcome.
 //
-// Memory windows. Where the device has type 2 windows, a client binds one
+// Memory windows (opt-in). Where enabled, a client binds one
 // per bulk region of a request (bind_window) and invalidates it when the
 // reply came (release_window), so a server can reach only the buffers of
 // requests in flight, never a whole slab. Binds and invalidates travel on
@@ -138,8 +138,9 @@ class RdmaConnection final : public CmEventTarget,
   // [addr, addr+len) of registered memory that lets the peer READ it
   // (remote_write false) or WRITE it, and nothing else. The bind is queued
   // on the send queue, so a message sent after this call finds it bound.
-  // NotSupported when the device has no type 2 windows (or
-  // SURGE_RDMA_MEMORY_WINDOWS=0); then the caller uses the slab's key.
+  // NotSupported unless the device has type 2 windows and
+  // SURGE_RDMA_MEMORY_WINDOWS=1 (opt-in, see README.md); then the caller
+  // uses the slab's key.
   struct Window {
     ibv_mw* mw = nullptr;
     uint32_t rkey = 0;
