@@ -770,11 +770,32 @@ Status ObjectStore::verify(uint64_t id) {
 }
 
 Status ObjectStore::scrub(uint32_t first_dir, uint32_t count, size_t max_bad, ScrubStats& out) {
-  for (uint32_t d = first_dir; d < kFanoutDirs && d < first_dir + count; ++d) {
-    // Directory d holds the ids whose mix() has low byte d & 0xff and next
-    // byte d >> 8 (see fanout_dir).
-    char sub[8];
-    std::snprintf(sub, sizeof sub, "%02x/%02x", d & 0xff, d >> 8);
+  // Directory d is objects/<d >> 8>/<d & 0xff> (hex): a slice covers whole
+  // first-level directories, each listed once, so the leaves that were
+  // never created cost nothing (most of them, on a young data server).
+  const uint32_t end = std::min<uint64_t>(kFanoutDirs, uint64_t{first_dir} + count);
+  std::array<bool, 256> leaf_exists{};
+  uint32_t listed_top = UINT32_MAX;
+  for (uint32_t d = first_dir; d < end; ++d) {
+    char top[4], sub[8];
+    std::snprintf(top, sizeof top, "%02x", d >> 8);
+    std::snprintf(sub, sizeof sub, "%02x/%02x", d >> 8, d & 0xff);
+    if (listed_top != d >> 8) {
+      listed_top = d >> 8;
+      leaf_exists.fill(false);
+      std::string tdir = options_.data_dir + "/objects/" + top;
+      if (DIR* th = ::opendir(tdir.c_str())) {
+        while (dirent* e = ::readdir(th)) {
+          if (std::strlen(e->d_name) == 2) {
+            leaf_exists[std::strtoul(e->d_name, nullptr, 16) & 0xff] = true;
+          }
+        }
+        ::closedir(th);
+      } else if (errno != ENOENT) {
+        return errno_status(errno, "scrub: open directory " + tdir);
+      }
+    }
+    if (!leaf_exists[d & 0xff]) continue;
     std::string dir = options_.data_dir + "/objects/" + sub;
     DIR* dh = ::opendir(dir.c_str());
     if (dh == nullptr) {

@@ -51,7 +51,7 @@ class DaemonProcess {
   // Starts binary with args, stderr to log_path; returns the first stdout
   // line containing "listening on" (throws after the timeout).
   std::string start(const std::string& binary, const std::vector<std::string>& args, const std::string& log_path,
-                    std::chrono::seconds timeout = std::chrono::seconds(20)) {
+                    std::chrono::seconds timeout = std::chrono::seconds(60)) {
     if (pid_ > 0) throw std::logic_error("daemon already running");
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
