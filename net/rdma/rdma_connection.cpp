@@ -2,8 +2,8 @@
 // See rdma_connection.h for the protocol and the invariants.
 #include "net/rdma/rdma_connection.h"
 
-#include <fcntl.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 
 #include <algorithm>
@@ -27,8 +27,8 @@ constexpr uint8_t kTypeCtrl = 2;
 constexpr uint8_t kFlagMore = 1;
 constexpr uint32_t kCtrlRecvs = 4;
 // Reassembled messages larger than this close the connection.
-constexpr size_t kMaxMessage = kMaxBodyLength + kFrameHeaderSize +
-                               kMaxDescriptors * kBulkDescriptorSize;
+constexpr size_t kMaxMessage =
+    kMaxBodyLength + kFrameHeaderSize + kMaxDescriptors * kBulkDescriptorSize;
 
 // rdma_cm private data: Hello (connect, <= 56 bytes) and Challenge (accept).
 constexpr uint32_t kHelloMagic = 0x48445253;  // "SRDH"
@@ -147,7 +147,8 @@ Status RdmaConnection::setup_verbs() {
   }
 
   comp_ = ibv_create_comp_channel(id_->verbs);
-  if (comp_ == nullptr) return Status::FromErrno(errno, "rdma: ibv_create_comp_channel for " + peer_);
+  if (comp_ == nullptr)
+    return Status::FromErrno(errno, "rdma: ibv_create_comp_channel for " + peer_);
   int fl = fcntl(comp_->fd, F_GETFL);
   fcntl(comp_->fd, F_SETFL, fl | O_NONBLOCK);
   int cqe = static_cast<int>(std::min<uint32_t>(limits_.send_queue_depth + recvs + 16,
@@ -173,8 +174,8 @@ Status RdmaConnection::setup_verbs() {
   // Opt-in: on Soft-RoCE (Linux 6.1) binds fail now and then under load
   // ("memory management operation error"), which kills the connection.
   const char* mw_env = std::getenv("SURGE_RDMA_MEMORY_WINDOWS");
-  windows_enabled_ = device_->supports_mw_type2() && mw_env != nullptr &&
-                     std::string_view(mw_env) == "1";
+  windows_enabled_ =
+      device_->supports_mw_type2() && mw_env != nullptr && std::string_view(mw_env) == "1";
   {
     std::lock_guard lk(mu_);
     for (uint32_t i = 0; i < recvs; ++i) SURGE_RETURN_IF_ERROR(post_recv_locked(i));
@@ -230,9 +231,8 @@ Status RdmaConnection::apply_peer_private_data(std::string_view pd) {
 Result<std::shared_ptr<RdmaConnection>> RdmaConnection::Connect(
     RdmaEventLoop* loop, const Endpoint& ep, std::string cluster_key, ConnectionLimits limits,
     BufferPool* user_pool, ConnectionCallbacks cbs, std::chrono::milliseconds timeout) {
-  std::shared_ptr<RdmaConnection> c(
-      new RdmaConnection(loop, Role::kClient, std::move(cluster_key), limits, user_pool,
-                         std::move(cbs)));
+  std::shared_ptr<RdmaConnection> c(new RdmaConnection(loop, Role::kClient, std::move(cluster_key),
+                                                       limits, user_pool, std::move(cbs)));
   c->peer_ = ep.to_string();
   addrinfo hints{};
   hints.ai_flags = AI_NUMERICSERV;
@@ -281,8 +281,8 @@ Result<std::shared_ptr<RdmaConnection>> RdmaConnection::Accept(
     RdmaEventLoop* loop, const CmEvent& ev, std::string cluster_key, ConnectionLimits limits,
     uint32_t rpc_credits, BufferPool* user_pool, ConnectionCallbacks cbs,
     std::chrono::milliseconds handshake_timeout) {
-  std::shared_ptr<RdmaConnection> c(new RdmaConnection(
-      loop, Role::kServer, std::move(cluster_key), limits, user_pool, std::move(cbs)));
+  std::shared_ptr<RdmaConnection> c(new RdmaConnection(loop, Role::kServer, std::move(cluster_key),
+                                                       limits, user_pool, std::move(cbs)));
   c->id_ = ev.id;
   c->id_->context = static_cast<CmEventTarget*>(c.get());
   c->rpc_credits_ = rpc_credits;
@@ -309,8 +309,8 @@ Result<std::shared_ptr<RdmaConnection>> RdmaConnection::Accept(
     uint32_t init = std::min<uint32_t>({static_cast<uint32_t>(attr.max_qp_init_rd_atom),
                                         ev.responder_resources, c->limits_.max_rd_atomic});
     cp.initiator_depth = static_cast<uint8_t>(std::max<uint32_t>(init, 1));
-    cp.responder_resources = static_cast<uint8_t>(std::min<uint32_t>(
-        {static_cast<uint32_t>(attr.max_qp_rd_atom), ev.initiator_depth, 255}));
+    cp.responder_resources = static_cast<uint8_t>(
+        std::min<uint32_t>({static_cast<uint32_t>(attr.max_qp_rd_atom), ev.initiator_depth, 255}));
     cp.retry_count = 7;
     cp.rnr_retry_count = 7;
     {
@@ -318,7 +318,8 @@ Result<std::shared_ptr<RdmaConnection>> RdmaConnection::Accept(
       c->max_rd_ = cp.initiator_depth;
       c->state_ = State::kHandshake;
     }
-    if (rdma_accept(c->id_, &cp) != 0) st = Status::FromErrno(errno, "rdma: rdma_accept " + c->peer_);
+    if (rdma_accept(c->id_, &cp) != 0)
+      st = Status::FromErrno(errno, "rdma: rdma_accept " + c->peer_);
   }
   if (!st.ok()) {
     rdma_reject(ev.id, nullptr, 0);
@@ -387,8 +388,8 @@ void RdmaConnection::on_cm_event(const CmEvent& ev) {
         }
         // Handshake 3: prove the key against the server's nonce.
         Proof p = client_proof(key_, peer_nonce_, my_nonce_);
-        Status s2 = send_message(control_frame(static_cast<int>(FrameType::kProof), Status::OK(),
-                                               {p.data(), p.size()}));
+        Status s2 = send_message(
+            control_frame(static_cast<int>(FrameType::kProof), Status::OK(), {p.data(), p.size()}));
         if (!s2.ok()) finish_connect(s2);
       }
       return;
@@ -400,11 +401,12 @@ void RdmaConnection::on_cm_event(const CmEvent& ev) {
       return;
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-      finish_connect(Status::Unavailable("rdma: " + peer_ + " unreachable (" +
-                                         rdma_event_str(ev.type) + ")"));
+      finish_connect(
+          Status::Unavailable("rdma: " + peer_ + " unreachable (" + rdma_event_str(ev.type) + ")"));
       return;
     case RDMA_CM_EVENT_REJECTED:
-      finish_connect(Status(Code::kConnectionRefused, "rdma: " + peer_ +
+      finish_connect(
+          Status(Code::kConnectionRefused, "rdma: " + peer_ +
                                                " rejected the connection (no listener, or the "
                                                "server is out of resources)"));
       return;
@@ -482,8 +484,8 @@ void RdmaConnection::handle_handshake(std::span<const std::byte> frame) {
       state_ = State::kReady;
     }
     // Queued before any response: FIFO keeps the Welcome first.
-    [[maybe_unused]] Status s = send_message(
-        control_frame(static_cast<int>(FrameType::kWelcome), Status::OK(), {mine.data(), mine.size()}));
+    [[maybe_unused]] Status s = send_message(control_frame(
+        static_cast<int>(FrameType::kWelcome), Status::OK(), {mine.data(), mine.size()}));
     if (cbs_.on_ready) cbs_.on_ready();
     return;
   }
@@ -502,8 +504,8 @@ void RdmaConnection::handle_handshake(std::span<const std::byte> frame) {
     ok = proofs_equal(got, server_proof(key_, my_nonce_, peer_nonce_));
   }
   if (!ok) {
-    finish_connect(Status::AuthFailed("rdma: " + peer_ +
-                                      " could not prove the cluster key (wrong key?)"));
+    finish_connect(
+        Status::AuthFailed("rdma: " + peer_ + " could not prove the cluster key (wrong key?)"));
     return;
   }
   {
@@ -667,8 +669,8 @@ void RdmaConnection::handle_send(const ibv_wc& wc) {
       } else if (wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_LOC_PROT_ERR ||
                  wc.status == IBV_WC_REM_INV_REQ_ERR) {
         char buf[96];
-        snprintf(buf, sizeof buf, " addr 0x%llx len %llu rkey 0x%x: ",
-                 static_cast<unsigned long long>(w->remote),
+        snprintf(buf, sizeof buf,
+                 " addr 0x%llx len %llu rkey 0x%x: ", static_cast<unsigned long long>(w->remote),
                  static_cast<unsigned long long>(w->length), w->rkey);
         err = Status::PermissionDenied(std::string("rdma: ") + what + " at " + peer_ + buf +
                                        wc_error(wc) + " (bad bulk descriptor)");
@@ -676,8 +678,7 @@ void RdmaConnection::handle_send(const ibv_wc& wc) {
         err = Status::Unavailable(std::string("rdma: ") + what + " to " + peer_ + ": " +
                                   wc_error(wc) + " (peer gone?)");
       } else {
-        err = Status::IOError(std::string("rdma: ") + what + " to " + peer_ + ": " +
-                              wc_error(wc));
+        err = Status::IOError(std::string("rdma: ") + what + " to " + peer_ + ": " + wc_error(wc));
       }
     } else {
       pump_locked();
@@ -723,8 +724,8 @@ void RdmaConnection::repost(const std::vector<uint32_t>& slots, bool data) {
 Status RdmaConnection::send_message(std::string msg) {
   std::lock_guard lk(mu_);
   if (state_ >= State::kClosing) {
-    return Status::Disconnected("rdma: connection to " + peer_ + " is closed: " +
-                                close_reason_.ToString());
+    return Status::Disconnected("rdma: connection to " + peer_ +
+                                " is closed: " + close_reason_.ToString());
   }
   size_t frag = (peer_buffer_size_ != 0 ? peer_buffer_size_ : limits_.buffer_size) - kMsgHeaderSize;
   size_t off = 0;
@@ -847,13 +848,13 @@ Result<RdmaConnection::Window> RdmaConnection::bind_window(void* addr, uint64_t 
   }
   ibv_mr* mr = device_->find_mr(addr, len);
   if (mr == nullptr) {
-    return Status::InvalidArgument("rdma: a window over " + std::to_string(len) +
-                                   " bytes for " + peer_ + " needs registered memory");
+    return Status::InvalidArgument("rdma: a window over " + std::to_string(len) + " bytes for " +
+                                   peer_ + " needs registered memory");
   }
   std::lock_guard lk(mu_);
   if (state_ != State::kReady) {
-    return Status::Disconnected("rdma: connection to " + peer_ + " is not open: " +
-                                close_reason_.ToString());
+    return Status::Disconnected("rdma: connection to " + peer_ +
+                                " is not open: " + close_reason_.ToString());
   }
   ibv_mw* mw = nullptr;
   if (!free_mws_.empty()) {
@@ -903,8 +904,8 @@ Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uin
   if (len == 0) return Status::OK();
   auto keys = device_ ? device_->find_keys(local, len) : std::nullopt;
   if (!keys) {
-    return Status::InvalidArgument("rdma: local buffer of " + std::to_string(len) +
-                                   " bytes for " + peer_ + " is not in registered memory");
+    return Status::InvalidArgument("rdma: local buffer of " + std::to_string(len) + " bytes for " +
+                                   peer_ + " is not in registered memory");
   }
   uint64_t chunk = std::max<uint64_t>(4096, std::min(limits_.max_chunk, device_->max_msg_size()));
   auto waiter = std::make_shared<OpWaiter>();
@@ -912,8 +913,8 @@ Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uin
   {
     std::lock_guard lk(mu_);
     if (state_ != State::kReady) {
-      return Status::Disconnected("rdma: connection to " + peer_ + " is not open: " +
-                                  close_reason_.ToString());
+      return Status::Disconnected("rdma: connection to " + peer_ +
+                                  " is not open: " + close_reason_.ToString());
     }
     for (uint64_t off = 0; off < len; off += chunk) {
       auto w = std::make_unique<Wr>();

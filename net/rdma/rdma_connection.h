@@ -62,11 +62,11 @@
 namespace surge::net::rdma {
 
 struct ConnectionLimits {
-  uint32_t data_recvs = 32;          // receive buffers for messages = the peer's credits
-  uint32_t buffer_size = 8192;       // bytes per message buffer, header included
-  uint32_t send_queue_depth = 256;   // work requests posted at once
-  uint32_t max_rd_atomic = 16;       // upper bound; the device and peer may lower it
-  uint64_t max_chunk = 1u << 20;     // largest single READ/WRITE work request
+  uint32_t data_recvs = 32;         // receive buffers for messages = the peer's credits
+  uint32_t buffer_size = 8192;      // bytes per message buffer, header included
+  uint32_t send_queue_depth = 256;  // work requests posted at once
+  uint32_t max_rd_atomic = 16;      // upper bound; the device and peer may lower it
+  uint64_t max_chunk = 1u << 20;    // largest single READ/WRITE work request
 };
 
 class RdmaConnection;
@@ -107,22 +107,16 @@ class RdmaConnection final : public CmEventTarget,
  public:
   // Client: resolves, connects, authenticates; blocks up to `timeout`.
   // `user_pool` (may be null) is registered with the device for bulk.
-  static Result<std::shared_ptr<RdmaConnection>> Connect(RdmaEventLoop* loop, const Endpoint& ep,
-                                                         std::string cluster_key,
-                                                         ConnectionLimits limits,
-                                                         BufferPool* user_pool,
-                                                         ConnectionCallbacks cbs,
-                                                         std::chrono::milliseconds timeout);
+  static Result<std::shared_ptr<RdmaConnection>> Connect(
+      RdmaEventLoop* loop, const Endpoint& ep, std::string cluster_key, ConnectionLimits limits,
+      BufferPool* user_pool, ConnectionCallbacks cbs, std::chrono::milliseconds timeout);
 
   // Server: takes a CONNECT_REQUEST event (loop thread). On success the
   // connection has accepted and runs its handshake; on_ready follows.
-  static Result<std::shared_ptr<RdmaConnection>> Accept(RdmaEventLoop* loop, const CmEvent& ev,
-                                                        std::string cluster_key,
-                                                        ConnectionLimits limits,
-                                                        uint32_t rpc_credits,
-                                                        BufferPool* user_pool,
-                                                        ConnectionCallbacks cbs,
-                                                        std::chrono::milliseconds handshake_timeout);
+  static Result<std::shared_ptr<RdmaConnection>> Accept(
+      RdmaEventLoop* loop, const CmEvent& ev, std::string cluster_key, ConnectionLimits limits,
+      uint32_t rpc_credits, BufferPool* user_pool, ConnectionCallbacks cbs,
+      std::chrono::milliseconds handshake_timeout);
 
   ~RdmaConnection() override;
 

@@ -90,9 +90,8 @@ Status RdmaDevice::register_slab(void* base, size_t len) {
   if (mw_type2_) access |= IBV_ACCESS_MW_BIND;  // per-request windows (rdma_connection.h)
   ibv_mr* mr = ibv_reg_mr(pd_, base, len, access);
   if (mr == nullptr) {
-    return Status::FromErrno(errno, "rdma: ibv_reg_mr of " + std::to_string(len) +
-                                        " bytes on " + name_ +
-                                        " (is `ulimit -l` large enough?)");
+    return Status::FromErrno(errno, "rdma: ibv_reg_mr of " + std::to_string(len) + " bytes on " +
+                                        name_ + " (is `ulimit -l` large enough?)");
   }
   std::unique_lock lk(mr_mu_);
   mrs_[reinterpret_cast<uintptr_t>(base)] = mr;
@@ -121,13 +120,13 @@ Result<std::unique_ptr<RegisteredBuffer>> RdmaDevice::allocate_registered(size_t
     return Status::ResourceExhausted("rdma: cannot allocate a " + std::to_string(len) +
                                      "-byte bounce buffer for " + name_);
   }
-  ibv_mr* mr = ibv_reg_mr(pd_, p, rounded,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* mr = ibv_reg_mr(
+      pd_, p, rounded, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
   if (mr == nullptr) {
     int err = errno;
     std::free(p);
-    return Status::FromErrno(err, "rdma: ibv_reg_mr of a " + std::to_string(len) +
-                                      "-byte bounce buffer on " + name_);
+    return Status::FromErrno(
+        err, "rdma: ibv_reg_mr of a " + std::to_string(len) + "-byte bounce buffer on " + name_);
   }
   return std::make_unique<RegisteredBuffer>(p, len, mr);
 }

@@ -80,7 +80,9 @@ void RdmaEventLoop::add_poller(const void* key, std::function<void()> poll) {
   pollers_[key] = std::move(poll);
 }
 
-void RdmaEventLoop::remove_poller(const void* key) { pollers_.erase(key); }
+void RdmaEventLoop::remove_poller(const void* key) {
+  pollers_.erase(key);
+}
 
 void RdmaEventLoop::run_after(std::chrono::milliseconds delay, std::function<void()> fn) {
   timers_.emplace(std::chrono::steady_clock::now() + delay, std::move(fn));

@@ -76,7 +76,8 @@ std::string make_frame(const FrameHeader& h, std::string_view body,
   size_t at = out.size();
   out.resize(at + descs.size() * kBulkDescriptorSize);
   for (size_t i = 0; i < descs.size(); ++i) {
-    encode_descriptor(descs[i], reinterpret_cast<std::byte*>(out.data() + at) + i * kBulkDescriptorSize);
+    encode_descriptor(descs[i],
+                      reinterpret_cast<std::byte*>(out.data() + at) + i * kBulkDescriptorSize);
   }
   return out;
 }
@@ -97,9 +98,9 @@ class RdmaClientTransport final : public ClientTransport {
     if (pool_ == nullptr) {
       SURGE_ASSIGN_OR_RETURN(pool_, shared_bounce_pool());
     }
-    SURGE_ASSIGN_OR_RETURN(conn_, RdmaConnection::Connect(loop, o.endpoint, o.cluster_key,
-                                                          ConnectionLimits{}, pool_,
-                                                          std::move(cbs), o.connect_timeout));
+    SURGE_ASSIGN_OR_RETURN(
+        conn_, RdmaConnection::Connect(loop, o.endpoint, o.cluster_key, ConnectionLimits{}, pool_,
+                                       std::move(cbs), o.connect_timeout));
     return Status::OK();
   }
 
@@ -147,8 +148,7 @@ class RdmaClientTransport final : public ClientTransport {
 
   // One descriptor per region: zero copy for registered memory, else a
   // bounce buffer; narrowed to a memory window where the device has them.
-  Status describe(const OutgoingRequest& req, std::vector<BulkDescriptor>& descs,
-                  Exposure& ex) {
+  Status describe(const OutgoingRequest& req, std::vector<BulkDescriptor>& descs, Exposure& ex) {
     std::vector<Bounce>& bounces = ex.bounces;
     for (size_t i = 0; i < req.bulk.size(); ++i) {
       const BulkRegion& r = req.bulk[i];
@@ -171,9 +171,8 @@ class RdmaClientTransport final : public ClientTransport {
         if (pool_ != nullptr && r.length <= pool_->max_buffer_size()) {
           auto pb = pool_->acquire(r.length, std::chrono::milliseconds(5000));
           if (!pb.ok()) {
-            return pb.status().WithContext("rdma: bounce buffer for a " +
-                                           std::to_string(r.length) + "-byte bulk region to " +
-                                           peer_);
+            return pb.status().WithContext("rdma: bounce buffer for a " + std::to_string(r.length) +
+                                           "-byte bulk region to " + peer_);
           }
           b.buf = std::move(*pb);
           b.data = b.buf.data();
@@ -249,8 +248,7 @@ class RdmaClientTransport final : public ClientTransport {
       return;
     }
     const FrameHeader& h = *hr;
-    std::string body(reinterpret_cast<const char*>(bytes.data()) + kFrameHeaderSize,
-                     h.body_length);
+    std::string body(reinterpret_cast<const char*>(bytes.data()) + kFrameHeaderSize, h.body_length);
     m.release();
     if (h.type == FrameType::kGoAway) {
       conn_->close(Status(h.status != 0 ? static_cast<Code>(h.status) : Code::kDisconnected,
@@ -288,10 +286,10 @@ class RdmaClientTransport final : public ClientTransport {
       std::lock_guard lk(mu_);
       exposed_.clear();  // the QP is in error: the server can no longer touch them
     }
-    table_->fail_all(why.code() == Code::kDisconnected
-                         ? why
-                         : Status::Disconnected("rdma: connection to " + peer_ +
-                                                " lost: " + why.ToString()));
+    table_->fail_all(
+        why.code() == Code::kDisconnected
+            ? why
+            : Status::Disconnected("rdma: connection to " + peer_ + " lost: " + why.ToString()));
   }
 
   std::shared_ptr<ClientCallTableBase> table_;
@@ -323,7 +321,8 @@ class RdmaServerConnection final : public ServerConnection {
     std::string_view b = status.ok() ? body : std::string_view(status.message());
     h.body_length = static_cast<uint32_t>(b.size());
     Status st = conn_->send_message(make_frame(h, b, {}));
-    if (!st.ok()) SLOG_DEBUG("rdma: response {} to {} not sent: {}", request_id, peer_, st.ToString());
+    if (!st.ok())
+      SLOG_DEBUG("rdma: response {} to {} not sent: {}", request_id, peer_, st.ToString());
   }
   void close(const Status& why) override {
     SLOG_WARN("rdma: closing connection from {}: {}", peer_, why.ToString());
@@ -529,8 +528,8 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
       conns_.erase(s.get());
     };
     auto c = RdmaConnection::Accept(loop_.get(), ev, options_.cluster_key, ConnectionLimits{},
-                                    options_.credits_per_connection, options_.pool,
-                                    std::move(cbs), options_.handshake_timeout);
+                                    options_.credits_per_connection, options_.pool, std::move(cbs),
+                                    options_.handshake_timeout);
     if (!c.ok()) {
       SLOG_WARN("rdma: refused a connection on {}: {}", address_, c.status().ToString());
       return;
@@ -558,8 +557,8 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
     if (!hr.ok()) {
       bad = hr.status();
     } else if (hr->type != FrameType::kRequest) {
-      bad = Status::ProtocolError(std::string("unexpected ") + frame_type_name(hr->type) +
-                                  " frame");
+      bad =
+          Status::ProtocolError(std::string("unexpected ") + frame_type_name(hr->type) + " frame");
     } else if (bytes.size() != kFrameHeaderSize + hr->trailer_length()) {
       bad = Status::ProtocolError("frame length " + std::to_string(bytes.size()) +
                                   " does not match its header");

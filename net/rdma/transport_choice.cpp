@@ -25,16 +25,16 @@ Result<std::string> rdma_device_for(const std::string& host) {
   addrinfo* ai = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &ai);
   if (rc != 0) {
-    return Status::InvalidArgument("rdma: '" + host + "' is not an IP address: " +
-                                   gai_strerror(rc));
+    return Status::InvalidArgument("rdma: '" + host +
+                                   "' is not an IP address: " + gai_strerror(rc));
   }
   rdma_event_channel* ch = rdma_create_event_channel();
   if (ch == nullptr) {
     int err = errno;
     freeaddrinfo(ai);
-    return Status::Unavailable("rdma: no RDMA device holds " + host +
-                               ": this machine has no RDMA stack (rdma_cm: " +
-                               std::string(strerror(err)) + ")");
+    return Status::Unavailable(
+        "rdma: no RDMA device holds " + host +
+        ": this machine has no RDMA stack (rdma_cm: " + std::string(strerror(err)) + ")");
   }
   rdma_cm_id* id = nullptr;
   Status st;

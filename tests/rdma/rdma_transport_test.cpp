@@ -579,8 +579,10 @@ TEST_F(RdmaRawTest, MemoryWindowKeyWorksOnlyUntilReleased) {
   auto t0 = std::chrono::steady_clock::now();
   Status late = sa->read({server_buf->data(), 4096}, base + 4096, w->rkey);
   EXPECT_EQ(late.code(), Code::kPermissionDenied) << late.ToString();
-  SLOG_INFO("window test: the read with a released key failed after {} ms",
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  SLOG_INFO(
+      "window test: the read with a released key failed after {} ms",
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
 }
 
 TEST_F(RdmaRawTest, TeardownWithOperationsInFlight) {
@@ -636,8 +638,8 @@ int run_child(const char* port) {
   if (!c.ok()) return 4;
   auto b = (*pool)->acquire(1u << 20, 1000ms);
   auto keys = (*c)->device()->find_keys(b->data(), 1u << 20);
-  std::string desc = std::to_string(reinterpret_cast<uint64_t>(b->data())) + " " +
-                     std::to_string(keys->rkey);
+  std::string desc =
+      std::to_string(reinterpret_cast<uint64_t>(b->data())) + " " + std::to_string(keys->rkey);
   if (!(*c)->send_message(desc).ok()) return 5;
   for (;;) pause();  // until killed
 }
@@ -692,9 +694,10 @@ TEST_F(RdmaRawTest, PeerThatDisappearsFailsItsOperationsOthersContinue) {
   ASSERT_TRUE(client_buf.ok());
   std::memset(client_buf->data(), 0x33, 65536);
   auto keys = other->device()->find_keys(client_buf->data(), 65536);
-  ASSERT_TRUE(s_other->read({buf->data(), 65536}, reinterpret_cast<uint64_t>(client_buf->data()),
-                            keys->rkey)
-                  .ok());
+  ASSERT_TRUE(
+      s_other
+          ->read({buf->data(), 65536}, reinterpret_cast<uint64_t>(client_buf->data()), keys->rkey)
+          .ok());
   EXPECT_EQ(std::memcmp(buf->data(), client_buf->data(), 65536), 0);
 }
 
