@@ -69,7 +69,7 @@ class OdsMdsTest : public ::testing::Test {
   }
 
   // Polls the cluster map until target id is in `state` (bounded).
-  bool wait_state(uint32_t id, mpb::TargetState state, std::chrono::milliseconds limit = 10s) {
+  bool wait_state(uint32_t id, mpb::TargetState state, std::chrono::milliseconds limit = 30s) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
       auto t = target(id);
@@ -119,7 +119,7 @@ TEST_F(OdsMdsTest, SilentDataServerIsMarkedDownAndComesBackUp) {
   ASSERT_NE(id, 0u);
   ASSERT_TRUE(wait_state(id, mpb::TARGET_UP));
   ods_.kill(SIGKILL);
-  EXPECT_TRUE(wait_state(id, mpb::TARGET_DOWN)) << "target " << id << " still not DOWN after 10 s of silence";
+  EXPECT_TRUE(wait_state(id, mpb::TARGET_DOWN)) << "target " << id << " still not DOWN after 30 s of silence";
   EXPECT_EQ(start_ods_with_mds(), id);
   EXPECT_TRUE(wait_state(id, mpb::TARGET_UP)) << "restarted target " << id << " not UP again";
 }
@@ -147,7 +147,7 @@ TEST_F(OdsMdsTest, ReRegistersAfterAnMdsRestartAndServesMeanwhile) {
   // Registered again and heartbeating: the heartbeat time moves past the
   // restart and the target stays UP well past the MDS's timeout.
   bool fresh = false;
-  auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!fresh && std::chrono::steady_clock::now() < deadline) {
     auto t = target(id);
     fresh = t.ok() && t->state() == mpb::TARGET_UP && t->last_heartbeat_ms() > restarted_ms + 200;
@@ -192,12 +192,12 @@ TEST_F(OdsMdsTest, OrphanCollectionRemovesTheObjectsOfAnUnlinkedFile) {
   ASSERT_TRUE(mds_ch_->call<mpb::MdsUnlink>(uq, &ua).ok());
 
   bool gone = false;
-  auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!gone && std::chrono::steady_clock::now() < deadline) {
     gone = cl.stat(ino).status().code() == Code::kNotFound;
     if (!gone) std::this_thread::sleep_for(50ms);
   }
-  EXPECT_TRUE(gone) << "object " << ino << " of the unlinked file is still on the data server after 10 s";
+  EXPECT_TRUE(gone) << "object " << ino << " of the unlinked file is still on the data server after 30 s";
   EXPECT_TRUE(cl.stat(ino + 1000).ok());
 }
 
