@@ -871,7 +871,9 @@ Status ClientImpl::close(FileRef f) {
 
 Result<std::unique_ptr<RegisteredBuffer>> ClientImpl::register_buffer(size_t size) {
   if (size <= pool_->max_buffer_size()) {
-    auto b = pool_->acquire(size, options_.io_timeout);
+    // Never wait: write behind holds pool buffers for a while, and a reader
+    // is better served by plain memory (bounced over RDMA) than by a stall.
+    auto b = pool_->try_acquire(size);
     if (b.ok()) {
       return std::unique_ptr<RegisteredBuffer>(new PoolRegisteredBuffer(std::move(*b), size));
     }

@@ -76,6 +76,9 @@ std::string host() {
 }
 std::string addr(int port) { return transport() + "://" + host() + ":" + std::to_string(port); }
 
+// Start-up waits: the RDMA runs are in an emulated VM, several times slower.
+int scaled(int ms) { return transport() == "rdma" ? ms * 6 : ms; }
+
 // Bytes in a file now: where the new run's log starts.
 size_t log_size(const std::string& path) {
   std::error_code ec;
@@ -170,7 +173,7 @@ Status LocalCluster::start_mds() {
   SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", {bin, "--config", conf, "--data-dir", dir_ + "/mds", "--listen",
                                                  addr(mds_port_), "--cluster-key-file",
                                                  key_file_, "--log-level", "info"}));
-  return wait_port("mds", mds_pid_, mds_port_, 15000);
+  return wait_port("mds", mds_pid_, mds_port_, scaled(15000));
 }
 
 Status LocalCluster::kill_mds() {
@@ -186,7 +189,7 @@ Status LocalCluster::start_ods(int i) {
       ods_pids_[i], spawn(name, {bin, "--data-dir", ods_dir(i), "--listen", addr(ods_ports_[i]),
                                  "--mds", mds_address(), "--cluster-key-file", key_file_,
                                  "--log-level", "info", "--pool-1m-buffers", "16"}));
-  return wait_port(name, ods_pids_[i], ods_ports_[i], 15000);
+  return wait_port(name, ods_pids_[i], ods_ports_[i], scaled(15000));
 }
 
 Status LocalCluster::kill_ods(int i) {
@@ -245,7 +248,7 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterConfig& c
   c->ods_pids_.assign(static_cast<size_t>(cfg.ods_count), -1);
   SURGE_RETURN_IF_ERROR(c->start_mds());
   for (int i = 0; i < cfg.ods_count; ++i) SURGE_RETURN_IF_ERROR(c->start_ods(i));
-  SURGE_RETURN_IF_ERROR(c->wait_targets_up(cfg.ods_count, 15000));
+  SURGE_RETURN_IF_ERROR(c->wait_targets_up(cfg.ods_count, scaled(15000)));
   if (cfg.stripe_size != 0) {
     SURGE_ASSIGN_OR_RETURN(auto cl, c->connect());
     SURGE_RETURN_IF_ERROR(
@@ -264,7 +267,7 @@ Result<std::string> LocalCluster::mount(const std::string& name, const std::stri
   std::string log = "fuse-" + name;
   SURGE_ASSIGN_OR_RETURN(pid_t pid, spawn(log, {bin, "-f", "-o", opts, mds_address(), mp}));
   mounts_.push_back(Mount{mp, pid});
-  auto deadline = std::chrono::steady_clock::now() + 15s;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(scaled(15000));
   while (std::chrono::steady_clock::now() < deadline) {
     int st = 0;
     if (waitpid(pid, &st, WNOHANG) == pid) {

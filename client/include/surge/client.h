@@ -234,6 +234,8 @@ class Client {
   virtual Status flush(File& f) = 0;
   // flush, then tell the MDS this client no longer holds the file open.
   virtual Status close(FileRef f) = 0;
+  // A buffer from the registered pool when one of that size is free now
+  // (zero copy over RDMA), else plain page-aligned memory (bounced).
   virtual Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) = 0;
 
   // ---- path level (absolute paths from the file system root) --------------
