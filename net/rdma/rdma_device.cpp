@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "common/log.h"
 
@@ -47,8 +48,11 @@ Result<std::shared_ptr<RdmaDevice>> RdmaDevice::For(ibv_context* verbs) {
 RdmaDevice::~RdmaDevice() {
   {
     std::lock_guard lk(attach_mu_);
-    for (auto& [pool, n] : pools_) pool->remove_registrar(this);
+    std::vector<BufferPool*> attached;
+    for (auto& [pool, n] : pools_) attached.push_back(pool);
     pools_.clear();
+    pool_slabs_.clear();
+    for (BufferPool* pool : attached) pool->remove_registrar(this);
   }
   {
     std::unique_lock lk(mr_mu_);
@@ -70,7 +74,13 @@ Status RdmaDevice::attach_pool(BufferPool& pool) {
     ++it->second;
     return Status::OK();
   }
-  SURGE_RETURN_IF_ERROR_CTX(pool.add_registrar(this), "on rdma device " + name_);
+  attaching_ = &pool;
+  Status st = pool.add_registrar(this);
+  attaching_ = nullptr;
+  if (!st.ok()) {
+    pool_slabs_.erase(&pool);
+    return st.WithContext("on rdma device " + name_);
+  }
   pools_[&pool] = 1;
   return Status::OK();
 }
@@ -80,8 +90,9 @@ void RdmaDevice::detach_pool(BufferPool& pool) {
   auto it = pools_.find(&pool);
   if (it == pools_.end()) return;
   if (--it->second == 0) {
-    pool.remove_registrar(this);
     pools_.erase(it);
+    pool_slabs_.erase(&pool);
+    pool.remove_registrar(this);
   }
 }
 
@@ -95,11 +106,23 @@ Status RdmaDevice::register_slab(void* base, size_t len) {
   }
   std::unique_lock lk(mr_mu_);
   mrs_[reinterpret_cast<uintptr_t>(base)] = mr;
+  if (attaching_ != nullptr) pool_slabs_[attaching_][reinterpret_cast<uintptr_t>(base)] = len;
   return Status::OK();
 }
 
 void RdmaDevice::unregister_slab(void* base, size_t len) {
+  std::lock_guard alk(attach_mu_);
   std::unique_lock lk(mr_mu_);
+  // A pool going away while attached: forget it once all its slabs are gone.
+  for (auto p = pool_slabs_.begin(); p != pool_slabs_.end(); ++p) {
+    if (p->second.erase(reinterpret_cast<uintptr_t>(base)) > 0) {
+      if (p->second.empty()) {
+        pools_.erase(p->first);
+        pool_slabs_.erase(p);
+      }
+      break;
+    }
+  }
   auto it = mrs_.find(reinterpret_cast<uintptr_t>(base));
   if (it == mrs_.end()) return;
   if (ibv_dereg_mr(it->second) != 0) {

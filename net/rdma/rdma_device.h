@@ -96,8 +96,16 @@ class RdmaDevice final : public MemoryRegistrar {
   bool mw_type2_ = false;
   uint64_t max_msg_size_ = 1u << 30;
 
-  std::mutex attach_mu_;  // serializes attach/detach (BufferPool's list is unguarded)
+  // Serializes attach/detach (BufferPool's registrar list is unguarded) and
+  // the pool bookkeeping; recursive because detach -> remove_registrar ->
+  // unregister_slab comes back here. Always taken before mr_mu_.
+  std::recursive_mutex attach_mu_;
   std::map<BufferPool*, int> pools_;
+  // Slab bases each attached pool registered. A pool destroyed while still
+  // attached unregisters its slabs itself; when its last slab goes, its
+  // entry goes too, so a new pool at the same address is registered afresh.
+  std::map<BufferPool*, std::map<uintptr_t, size_t>> pool_slabs_;
+  BufferPool* attaching_ = nullptr;  // set during pool.add_registrar(this)
 
   mutable std::shared_mutex mr_mu_;
   std::map<uintptr_t, ibv_mr*> mrs_;  // by start address

@@ -394,9 +394,16 @@ class RawServer : public rdma::CmEventTarget {
     loop_->run_sync([&] {
       if (id_ != nullptr) rdma_destroy_id(id_);
     });
+    {
+      std::lock_guard lk(mu_);
+      messages_.clear();
+    }
+    // Closed and drained before the loop goes: nothing outlives the test.
     for (auto& c : conns()) c->close(Status::Cancelled("test over"));
-    std::lock_guard lk(mu_);
-    messages_.clear();
+    for (auto& c : conns()) {
+      for (int i = 0; i < 20000 && !c->destroyed(); ++i) std::this_thread::sleep_for(1ms);
+      EXPECT_TRUE(c->destroyed()) << c->peer() << " (server side) kept verbs resources";
+    }
   }
   uint16_t port() const { return ntohs(rdma_get_src_port(id_)); }
   void on_cm_event(const CmEvent& ev) override {
