@@ -146,6 +146,13 @@ Status RdmaConnection::setup_verbs() {
     free_send_slots_.push_back(sends - 1 - i);
   }
 
+  // Every message buffer lies in the one slab of msg_pool_: one key.
+  auto send_keys = device_->find_keys(send_bufs_[0].data(), limits_.buffer_size);
+  if (!send_keys) {
+    return Status::Internal("rdma: message buffers for " + peer_ + " are not registered on " +
+                            device_->name());
+  }
+  send_lkey_ = send_keys->lkey;
   comp_ = ibv_create_comp_channel(id_->verbs);
   if (comp_ == nullptr)
     return Status::FromErrno(errno, "rdma: ibv_create_comp_channel for " + peer_);
@@ -698,7 +705,11 @@ Status RdmaConnection::post_recv_locked(uint32_t slot) {
   sge.addr = reinterpret_cast<uintptr_t>(recv_bufs_[slot].data());
   sge.length = limits_.buffer_size;
   auto keys = device_->find_keys(recv_bufs_[slot].data(), limits_.buffer_size);
-  sge.lkey = keys ? keys->lkey : 0;
+  if (!keys) {
+    return Status::Internal("rdma: receive buffer for " + peer_ + " is not registered on " +
+                            device_->name());
+  }
+  sge.lkey = keys->lkey;
   ibv_recv_wr wr{};
   ibv_recv_wr* bad = nullptr;
   wr.wr_id = kRecvFlag | slot;
@@ -770,7 +781,7 @@ void RdmaConnection::pump_locked() {
       w->payload.clear();
       sge.addr = reinterpret_cast<uintptr_t>(b);
       sge.length = static_cast<uint32_t>(kMsgHeaderSize + get_u32(b + 12));
-      sge.lkey = device_->find_keys(b, sge.length)->lkey;
+      sge.lkey = send_lkey_;
       wr.opcode = IBV_WR_SEND;
     } else if (w->kind == Wr::Kind::kBind) {
       wr.sg_list = nullptr;

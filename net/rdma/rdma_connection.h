@@ -213,6 +213,7 @@ class RdmaConnection final : public CmEventTarget,
   ibv_qp* qp_ = nullptr;
   std::vector<PoolBuffer> recv_bufs_;
   std::vector<PoolBuffer> send_bufs_;
+  uint32_t send_lkey_ = 0;
   uint32_t rpc_credits_ = 0;
   Nonce my_nonce_{};
   Nonce peer_nonce_{};
