@@ -317,7 +317,7 @@ TEST_P(BulkSizes, PushOnly) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   std::vector<std::byte> want(n);
   fill_pattern(want, 9, 0);
-  ASSERT_EQ(std::memcmp(want.data(), dst.data, n), 0);
+  ASSERT_TRUE(n == 0 || std::memcmp(want.data(), dst.data, n) == 0);
   EXPECT_EQ(resp.crc32c(), crc32c(want.data(), n));
 }
 
