@@ -77,6 +77,21 @@ Status fsync_dir(const std::string& path) {
   return Status::OK();
 }
 
+// Steps v[first..] past the `done` bytes a vectored call moved, so the next
+// call resumes exactly where this one stopped.
+void advance_iovecs(std::vector<iovec>& v, size_t& first, size_t done) {
+  while (done > 0 && first < v.size()) {
+    if (done >= v[first].iov_len) {
+      done -= v[first].iov_len;
+      ++first;
+    } else {
+      v[first].iov_base = static_cast<std::byte*>(v[first].iov_base) + done;
+      v[first].iov_len -= done;
+      done = 0;
+    }
+  }
+}
+
 // pwritev until everything is written (short writes happen near ENOSPC).
 Status pwritev_all(int fd, std::span<const iovec> segs, uint64_t offset, const std::string& what) {
   std::vector<iovec> v(segs.begin(), segs.end());
@@ -94,17 +109,7 @@ Status pwritev_all(int fd, std::span<const iovec> segs, uint64_t offset, const s
     }
     if (n == 0) return Status::IOError("write " + what + " made no progress");
     offset += static_cast<uint64_t>(n);
-    auto left = static_cast<size_t>(n);
-    while (left > 0 && first < v.size()) {
-      if (left >= v[first].iov_len) {
-        left -= v[first].iov_len;
-        ++first;
-      } else {
-        v[first].iov_base = static_cast<std::byte*>(v[first].iov_base) + left;
-        v[first].iov_len -= left;
-        left = 0;
-      }
-    }
+    advance_iovecs(v, first, static_cast<size_t>(n));
   }
   return Status::OK();
 }
@@ -129,17 +134,7 @@ Result<uint64_t> preadv_all(int fd, std::span<const iovec> segs, uint64_t offset
     if (n == 0) break;  // EOF
     offset += static_cast<uint64_t>(n);
     total += static_cast<uint64_t>(n);
-    auto left = static_cast<size_t>(n);
-    while (left > 0 && first < v.size()) {
-      if (left >= v[first].iov_len) {
-        left -= v[first].iov_len;
-        ++first;
-      } else {
-        v[first].iov_base = static_cast<std::byte*>(v[first].iov_base) + left;
-        v[first].iov_len -= left;
-        left = 0;
-      }
-    }
+    advance_iovecs(v, first, static_cast<size_t>(n));
   }
   return total;
 }

@@ -25,8 +25,6 @@ namespace surge::test {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-namespace {
-
 int free_port() {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -51,6 +49,8 @@ bool port_open(int port) {
   close(s);
   return ok;
 }
+
+namespace {
 
 bool is_mounted(const std::string& path) {
   std::ifstream in("/proc/self/mountinfo");

@@ -89,6 +89,10 @@ Result<std::string> read_file(const std::string& path);
 // SIGSTOPs pid and waits until the kernel shows it stopped (a signal to a
 // busy multi-threaded process takes effect a little later).
 bool stop_process(pid_t pid);
+// A free TCP port on 127.0.0.1 (bound, read back, released).
+int free_port();
+// True when something accepts connections on 127.0.0.1:port.
+bool port_open(int port);
 // Runs a shell command; its exit status (output appended to *out if given).
 int sh(const std::string& cmd, std::string* out = nullptr);
 
