@@ -113,12 +113,14 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const BufferPoolOptions& 
             [](const SizeClass& a, const SizeClass& b) { return a.buffer_size < b.buffer_size; });
   for (size_t i = 0; i < opts.classes.size(); ++i) {
     const SizeClass& c = opts.classes[i];
-    if (c.buffer_size == 0 || !std::has_single_bit(c.buffer_size) || c.count == 0 ||
+    // Page multiples keep every buffer page-aligned; small powers of two pack.
+    const bool shape_ok = std::has_single_bit(c.buffer_size) || c.buffer_size % 4096 == 0;
+    if (c.buffer_size == 0 || !shape_ok || c.count == 0 ||
         c.count >= kEmpty) {
       return Status::InvalidArgument("buffer pool '" + opts.name + "': bad size class " +
                                      std::to_string(c.buffer_size) + " x " +
                                      std::to_string(c.count) +
-                                     " (size must be a power of two, count > 0)");
+                                     " (size must be a power of two or a multiple of 4096, count > 0)");
     }
     if (i > 0 && opts.classes[i - 1].buffer_size == c.buffer_size) {
       return Status::InvalidArgument("buffer pool '" + opts.name + "': size class " +

@@ -24,7 +24,7 @@
 namespace surge::net {
 
 struct SizeClass {
-  size_t buffer_size;  // bytes per buffer (power of two)
+  size_t buffer_size;  // bytes per buffer (a power of two or a multiple of 4096)
   size_t count;        // buffers of this class
 };
 

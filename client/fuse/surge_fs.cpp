@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "client/fuse/fuse_loop.h"
 #include "common/log.h"
 
 namespace surge::fuse {
@@ -311,6 +312,16 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,
               fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
+  if (auto owned = take_receive_buffer(data, size)) {
+    // The bytes stay where the kernel put them (registered memory) and the
+    // kernel hears back once the write is ordered, while they travel.
+    auto n = fs.client().pwrite_from(*file_of(fi), std::move(owned),
+                                     reinterpret_cast<const std::byte*>(data), size,
+                                     static_cast<uint64_t>(off),
+                                     [req, size] { fuse_reply_write(req, size); });
+    if (!n.ok()) fuse_reply_err(req, err_of(n.status(), "write", ino));
+    return;
+  }
   auto n = fs.client().pwrite(*file_of(fi), data, size, static_cast<uint64_t>(off));
   if (!n.ok()) {
     fuse_reply_err(req, err_of(n.status(), "write", ino));

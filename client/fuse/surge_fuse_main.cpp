@@ -1,5 +1,5 @@
 // surge-fuse: mounts a Surge file system with libfuse3's low-level API and
-// a multi-threaded loop.
+// its own multi-threaded loop (fuse_loop.h).
 //
 // Start-up order matters: the process forks into the background first
 // (before any thread exists), and the child reports "mounted" or the error
@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "client/fuse/fuse_loop.h"
 #include "client/fuse/mount_options.h"
 #include "client/fuse/surge_fs.h"
 #include "common/log.h"
@@ -67,6 +69,12 @@ int run(MountConfig& cfg, int status_fd) {
     report(status_fd, "logging: " + ls.ToString());
     return 1;
   }
+  // Every FUSE worker receives requests into a registered buffer; a write
+  // going behind keeps its buffer until the data servers have the bytes, so
+  // allow for the write-behind window of a few files being written at once.
+  cfg.client.request_buffer_size = surge::fuse::receive_buffer_size();
+  cfg.client.request_buffers =
+      cfg.max_threads + 4 * std::max<size_t>(cfg.client.write_behind_bytes >> 20, 1);
   auto client = surge::Client::Connect(cfg.client);
   if (!client.ok()) {
     std::string msg = "cannot connect to " + cfg.mds_address + ": " + client.status().ToString();
@@ -93,13 +101,9 @@ int run(MountConfig& cfg, int status_fd) {
     return 1;
   }
   fs.set_session(se);
-  if (fuse_set_signal_handlers(se) != 0) {
-    fuse_session_destroy(se);
-    report(status_fd, "cannot install signal handlers");
-    return 1;
-  }
+  surge::fuse::install_exit_signals(se);
   if (fuse_session_mount(se, cfg.mountpoint.c_str()) != 0) {
-    fuse_remove_signal_handlers(se);
+    surge::fuse::remove_exit_signals();
     fuse_session_destroy(se);
     report(status_fd, "cannot mount on " + cfg.mountpoint);
     return 1;
@@ -125,15 +129,11 @@ int run(MountConfig& cfg, int status_fd) {
     }
   }
 
-  fuse_loop_config* lc = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_max_threads(lc, cfg.max_threads);
-  fuse_loop_cfg_set_idle_threads(lc, cfg.max_threads);
-  int rc = fuse_session_loop_mt(se, lc);
-  fuse_loop_cfg_destroy(lc);
+  int rc = surge::fuse::run_fuse_loop(se, fs.client(), cfg.max_threads);
   SLOG_INFO("fuse: loop ended ({}); unmounting {} ({} inodes still referenced)", rc,
             cfg.mountpoint, fs.remembered());
   fuse_session_unmount(se);
-  fuse_remove_signal_handlers(se);
+  surge::fuse::remove_exit_signals();
   fuse_session_destroy(se);
   fuse_opt_free_args(&fargs);
   if (!cfg.pid_file.empty()) unlink(cfg.pid_file.c_str());

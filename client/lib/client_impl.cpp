@@ -79,6 +79,7 @@ class PoolRegisteredBuffer : public RegisteredBuffer {
   explicit PoolRegisteredBuffer(net::PoolBuffer b, size_t size) : buf_(std::move(b)), size_(size) {}
   std::byte* data() override { return buf_.data(); }
   size_t size() const override { return size_; }
+  bool registered() const override { return true; }
 
  private:
   net::PoolBuffer buf_;
@@ -97,6 +98,7 @@ class HeapRegisteredBuffer : public RegisteredBuffer {
   ~HeapRegisteredBuffer() override { free(data_); }
   std::byte* data() override { return data_; }
   size_t size() const override { return size_; }
+  bool registered() const override { return false; }
   bool ok() const { return data_ != nullptr; }
 
  private:
@@ -130,6 +132,14 @@ Status ClientImpl::start() {
   net::BufferPoolOptions po;
   po.name = "client";
   po.classes = {{1u << 20, std::max<size_t>(options_.pool_buffers, 4)}};
+  if (options_.request_buffers > 0) {
+    if (options_.request_buffer_size <= (1u << 20)) {
+      return Status::InvalidArgument("request_buffer_size " +
+                                     std::to_string(options_.request_buffer_size) +
+                                     " must exceed the 1 MiB pool class");
+    }
+    po.classes.push_back({options_.request_buffer_size, options_.request_buffers});
+  }
   po.huge_pages = false;
   SURGE_ASSIGN_OR_RETURN(pool_, net::BufferPool::Create(po));
 
@@ -749,11 +759,33 @@ Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t off
 }
 
 Result<size_t> ClientImpl::pwrite(File& file, const void* buf, size_t len, uint64_t offset) {
+  return write_impl(file, static_cast<const std::byte*>(buf), len, offset, nullptr, nullptr);
+}
+
+Result<size_t> ClientImpl::pwrite_from(File& file, std::unique_ptr<RegisteredBuffer> buf,
+                                       const std::byte* data, size_t len, uint64_t offset,
+                                       const std::function<void()>& on_accepted) {
+  if (!buf || data < buf->data() || len > buf->size() ||
+      static_cast<size_t>(data - buf->data()) > buf->size() - len) {
+    return Status::InvalidArgument("pwrite_from: the data does not lie inside the buffer given");
+  }
+  return write_impl(file, data, len, offset, &buf, &on_accepted);
+}
+
+Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t len,
+                                      uint64_t offset, std::unique_ptr<RegisteredBuffer>* owned,
+                                      const std::function<void()>* on_accepted) {
   auto& f = static_cast<FileImpl&>(file);
   if ((f.flags() & O_ACCMODE) == O_RDONLY) {
     return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open read-only");
   }
-  if (len == 0) return size_t{0};
+  auto accepted = [&] {
+    if (on_accepted != nullptr) (*on_accepted)();
+  };
+  if (len == 0) {
+    accepted();
+    return size_t{0};
+  }
   InodeState& st = *f.state;
   SURGE_RETURN_IF_ERROR(take_write_error(st));  // an earlier write-behind failure
   if (f.flags() & O_APPEND) {
@@ -767,8 +799,12 @@ Result<size_t> ClientImpl::pwrite(File& file, const void* buf, size_t len, uint6
     std::lock_guard lk(st.mu);
     layout = st.layout;
   }
+  auto note_written = [&] {
+    std::lock_guard lk(st.mu);
+    st.written_end = std::max(st.written_end, offset + len);
+    st.dirty = true;
+  };
   const size_t limit = options_.write_behind_bytes;
-  bool behind = false;
   if (limit > 0 && len <= limit) {
     std::lock_guard wl(st.wb_mu);
     auto overlaps = [&] {
@@ -783,33 +819,43 @@ Result<size_t> ClientImpl::pwrite(File& file, const void* buf, size_t len, uint6
     InodeState::PendingWrite w;
     w.offset = offset;
     w.length = len;
-    std::byte* copy = nullptr;
-    if (len <= pool_->max_buffer_size()) {
+    const std::byte* src = nullptr;  // what the data servers read, kept until done
+    if (owned != nullptr) {
+      w.owned = std::move(*owned);
+      src = buf;
+    } else if (len <= pool_->max_buffer_size()) {
       auto pb = pool_->try_acquire(len);
       if (pb.ok()) {
         w.pool_copy = std::move(*pb);
-        copy = w.pool_copy.data();
+        std::memcpy(w.pool_copy.data(), buf, len);
+        src = w.pool_copy.data();
       }
     } else {
       w.heap_copy.reset(new (std::nothrow) std::byte[len]);
-      copy = w.heap_copy.get();
+      if (w.heap_copy) {
+        std::memcpy(w.heap_copy.get(), buf, len);
+        src = w.heap_copy.get();
+      }
     }
-    if (copy != nullptr) {  // else (pool empty): write through below
-      std::memcpy(copy, buf, len);
-      w.batch = io_->start_write(f.ino(), layout, copy, len, offset);
+    if (src != nullptr) {
+      // Ordered now: the write is in the in-flight list before wb_mu is let
+      // go, so no later overlapping write can pass it. The caller may
+      // acknowledge before the bytes leave (wb_mu keeps the next write of
+      // this file waiting only while this one is being sent).
+      note_written();
+      accepted();
+      w.batch = io_->start_write(f.ino(), layout, src, len, offset);
       st.inflight_bytes += len;
       st.inflight.push_back(std::move(w));
-      behind = true;
-    } else {
-      while (!st.inflight.empty()) retire_oldest_locked(st);
+      return len;
     }
+    while (!st.inflight.empty()) retire_oldest_locked(st);  // no memory: write through
   } else {
     drain_writes(st);
   }
-  if (!behind) SURGE_RETURN_IF_ERROR(io_->write(f.ino(), layout, buf, len, offset));
-  std::lock_guard lk(st.mu);
-  st.written_end = std::max(st.written_end, offset + len);
-  st.dirty = true;
+  SURGE_RETURN_IF_ERROR(io_->write(f.ino(), layout, buf, len, offset));
+  note_written();
+  accepted();
   return len;
 }
 

@@ -50,6 +50,7 @@ struct InodeState {
     uint64_t length = 0;
     net::PoolBuffer pool_copy;             // the bytes, when a pool buffer was free
     std::unique_ptr<std::byte[]> heap_copy;
+    std::unique_ptr<RegisteredBuffer> owned;  // the caller's buffer (pwrite_from)
     std::unique_ptr<WriteBatch> batch;     // destroyed (waited for) first
   };
   std::mutex wb_mu;
@@ -112,6 +113,9 @@ class ClientImpl : public Client {
                          const Caller& c, Attr* attr_out) override;
   Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) override;
   Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) override;
+  Result<size_t> pwrite_from(File& f, std::unique_ptr<RegisteredBuffer> buf, const std::byte* data,
+                             size_t len, uint64_t offset,
+                             const std::function<void()>& on_accepted) override;
   Status fsync(File& f, bool data_only) override;
   Status flush(File& f) override;
   Status close(FileRef f) override;
@@ -138,6 +142,12 @@ class ClientImpl : public Client {
   // Waits for every write in flight on st; failures go to st.write_error.
   void drain_writes(InodeState& st);
   void retire_oldest_locked(InodeState& st);  // wb_mu held
+  // pwrite and pwrite_from: owned (may be null) is the caller's buffer that
+  // holds buf, kept instead of a copy; on_accepted (may be null) as in
+  // Client::pwrite_from.
+  Result<size_t> write_impl(File& file, const std::byte* buf, size_t len, uint64_t offset,
+                            std::unique_ptr<RegisteredBuffer>* owned,
+                            const std::function<void()>* on_accepted);
   Status take_write_error(InodeState& st);
   void background_loop();
   Status reopen_session();

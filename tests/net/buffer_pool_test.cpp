@@ -50,6 +50,18 @@ TEST(BufferPool, BadOptionsAreRefused) {
   EXPECT_FALSE(BufferPool::Create(opts({{4096, 1}, {4096, 2}})).ok());
 }
 
+// A FUSE request buffer is 1 MiB of data plus a page of headers.
+TEST(BufferPool, PageMultipleClassServesSizesAboveTheLastPowerOfTwo) {
+  const size_t fuse_size = (1u << 20) + 4096;
+  auto pool = BufferPool::Create(opts({{1u << 20, 1}, {fuse_size, 1}}));
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  auto b = (*pool)->try_acquire(fuse_size);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->capacity(), fuse_size);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % 4096, 0u);
+  EXPECT_TRUE((*pool)->contains(b->data(), fuse_size));
+}
+
 TEST(BufferPool, ExhaustionFailsNowAndRecoversOnRelease) {
   auto pool = BufferPool::Create(opts({{4096, 3}}));
   ASSERT_TRUE(pool.ok());

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -59,6 +60,11 @@ struct ClientOptions {
   std::chrono::milliseconds size_report_interval{1000};
   // Registered buffer pool size for the zero-copy path (1 MiB buffers).
   size_t pool_buffers = 64;
+  // A second class of registered buffers, for callers that receive whole
+  // requests into pool memory (surge-fuse reads each FUSE request, header
+  // and 1 MiB of data, into one). 0 buffers: no such class.
+  size_t request_buffer_size = 0;
+  size_t request_buffers = 0;
 };
 
 // Who is asking: the MDS checks permissions against these.
@@ -170,6 +176,8 @@ class RegisteredBuffer {
   virtual ~RegisteredBuffer() = default;
   virtual std::byte* data() = 0;
   virtual size_t size() const = 0;
+  // False for plain memory handed out when the pool had nothing free.
+  virtual bool registered() const = 0;
 };
 
 class Client {
@@ -228,6 +236,16 @@ class Client {
   virtual Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) = 0;
   // O_APPEND files write at the end whatever offset says.
   virtual Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) = 0;
+  // pwrite without the write-behind copy: [data, data + len) lies inside
+  // buf, which the client keeps until the data servers have the bytes.
+  // on_accepted runs exactly once, before an OK return and never with an
+  // error return: once the write is ordered after every earlier write to
+  // the file and before its bytes are sent, so a caller can acknowledge its
+  // own caller there while the bytes travel (an error after that shows on
+  // the next pwrite, flush, fsync or close, as for any write behind).
+  virtual Result<size_t> pwrite_from(File& f, std::unique_ptr<RegisteredBuffer> buf,
+                                     const std::byte* data, size_t len, uint64_t offset,
+                                     const std::function<void()>& on_accepted) = 0;
   // Data durable on the data servers, size recorded at the MDS.
   virtual Status fsync(File& f, bool data_only = false) = 0;
   // Size recorded at the MDS (close-to-open).
