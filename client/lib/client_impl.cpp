@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <random>
 
 #include "common/log.h"
 #include "net/cluster_key.h"
@@ -119,7 +120,19 @@ Result<std::unique_ptr<ClientImpl>> ClientImpl::Create(const ClientOptions& opti
   return c;
 }
 
+uint64_t ClientImpl::next_op_id() {
+  uint64_t id;
+  do {
+    id = op_seq_.fetch_add(1, std::memory_order_relaxed);
+  } while (id == 0);
+  return id;
+}
+
 Status ClientImpl::start() {
+  {
+    std::random_device rd;  // ids unique across clients with high probability
+    op_seq_.store((uint64_t{rd()} << 32) ^ rd(), std::memory_order_relaxed);
+  }
   key_ = options_.cluster_key;
   if (key_.empty()) {
     if (options_.cluster_key_file.empty()) {
@@ -370,6 +383,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
 Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
                                const Caller& c) {
   mds::MkdirRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -382,6 +396,7 @@ Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
 Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
                                const Caller& c) {
   mds::MknodRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -395,6 +410,7 @@ Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode,
 Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_view target,
                                  const Caller& c) {
   mds::SymlinkRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -635,6 +651,7 @@ Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c) {
 Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t mode, int flags,
                                    const Caller& c, Attr* attr_out) {
   mds::CreateRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
   req.set_name(std::string(name));

@@ -134,6 +134,8 @@ class ClientImpl : public Client {
  private:
   explicit ClientImpl(const ClientOptions& options);
   Status start();
+  // A fresh id for a create-like MDS request (see CreateRequest.op_id).
+  uint64_t next_op_id();
   // Size as this client sees it (MDS size, or more if we wrote past it).
   Attr merge_local(Attr a);
   std::shared_ptr<InodeState> attach(const Attr& a, const proto::mds::Attr& pa, int flags,
@@ -167,6 +169,7 @@ class ClientImpl : public Client {
   std::unique_ptr<StripeIo> io_;
 
   std::atomic<uint64_t> session_id_{0};
+  std::atomic<uint64_t> op_seq_{0};  // next op id; random start
   std::chrono::milliseconds heartbeat_interval_{2000};
 
   std::mutex inodes_mu_;

@@ -1,9 +1,11 @@
 // MdsLink: the client's connection to the metadata server. Calls are
 // retried across a dropped or refused connection for up to retry_for, so a
 // restarting MDS is invisible to the mount beyond a pause. A request the MDS
-// may have executed before the connection dropped is sent again; for the
-// few non-idempotent operations (create, mkdir, link...) that can turn into
-// EEXIST after an MDS crash, as on NFS without a reply cache.
+// may have executed before the connection dropped is sent again: creates,
+// mknods, mkdirs and symlinks carry an op id the MDS keeps with the new
+// inode, so their resend answers as the first did; a resent link, unlink,
+// rmdir or rename can still report EEXIST or ENOENT for its own earlier
+// success, as on NFS without a reply cache.
 #pragma once
 
 #include <chrono>

@@ -75,6 +75,12 @@ void SessionTable::release_open(uint64_t session_id, uint64_t ino) {
   if (oc != open_count_.end() && --oc->second == 0) open_count_.erase(oc);
 }
 
+bool SessionTable::holds_open(uint64_t session_id, uint64_t ino) const {
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(session_id);
+  return it != sessions_.end() && it->second.opens.count(ino) != 0;
+}
+
 bool SessionTable::is_open(uint64_t ino) const {
   std::lock_guard lk(mu_);
   return open_count_.count(ino) != 0;

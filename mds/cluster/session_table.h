@@ -37,6 +37,8 @@ class SessionTable {
   // Releases one open (no-op when not held).
   void release_open(uint64_t session_id, uint64_t ino);
   bool is_open(uint64_t ino) const;
+  // Whether this session holds ino open at least once.
+  bool holds_open(uint64_t session_id, uint64_t ino) const;
 
   // Drops sessions silent past the timeout at 'now'; returns how many.
   int expire(Clock::time_point now);

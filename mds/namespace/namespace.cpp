@@ -233,7 +233,7 @@ Result<pb::Layout> Namespace::effective_dir_layout(const records::InodeRecord& d
 
 Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
                                    const std::string& name, uint32_t mode, uint64_t rdev,
-                                   const std::string& symlink, KvBatch& b,
+                                   const std::string& symlink, uint64_t op_id, KvBatch& b,
                                    records::InodeRecord* child) {
   const uint32_t type = mode & S_IFMT;
   pb::Attr* pa = parent.mutable_attr();
@@ -258,6 +258,7 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   a->set_ctime_ns(now);
   a->set_rdev(type == S_IFCHR || type == S_IFBLK ? rdev : 0);
   a->set_generation(1);
+  if (op_id != 0) child->set_creator_op(op_id);
   if (type == S_IFREG) {
     SURGE_ASSIGN_OR_RETURN(pb::Layout want, effective_dir_layout(parent));
     SURGE_ASSIGN_OR_RETURN(pb::Layout l,
@@ -281,18 +282,31 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   return Status::OK();
 }
 
+Result<std::optional<records::InodeRecord>> Namespace::made_by(uint64_t op_id, uint64_t ino) {
+  if (op_id == 0) return std::optional<records::InodeRecord>();
+  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(ino, "create"));
+  if (rec.creator_op() != op_id) return std::optional<records::InodeRecord>();
+  return std::optional<records::InodeRecord>(std::move(rec));
+}
+
 Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const std::string& name,
                             uint32_t mode, uint64_t rdev, const std::string& symlink,
-                            pb::EntryReply* out) {
+                            uint64_t op_id, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(name));
   auto g = locks_.lock({parent});
   SURGE_ASSIGN_OR_RETURN(auto p, load_dir(parent, "create"));
   SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
   SURGE_ASSIGN_OR_RETURN(auto existing, find(parent, name));
-  if (existing) return Status::AlreadyExists(entry_str(parent, name) + " exists");
+  if (existing) {
+    SURGE_ASSIGN_OR_RETURN(auto mine, made_by(op_id, existing->child));
+    if (!mine) return Status::AlreadyExists(entry_str(parent, name) + " exists");
+    *out->mutable_attr() = mine->attr();  // a resend: answer as the first time
+    out->set_created(true);
+    return Status::OK();
+  }
   KvBatch b;
   records::InodeRecord child;
-  SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, b, &child));
+  SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, op_id, b, &child));
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
   *out->mutable_attr() = child.attr();
   out->set_created(true);
@@ -340,6 +354,15 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayExec, "create"));
     SURGE_ASSIGN_OR_RETURN(auto existing, find(req.parent(), req.name()));
     if (existing) {
+      SURGE_ASSIGN_OR_RETURN(auto mine, made_by(req.op_id(), existing->child));
+      if (mine) {  // a resend of this create: answer as the first time
+        if (req.session_id() != 0 && !sessions_->holds_open(req.session_id(), existing->child)) {
+          (void)sessions_->add_open(req.session_id(), existing->child);
+        }
+        *out->mutable_attr() = mine->attr();
+        out->set_created(true);
+        return Status::OK();
+      }
       if (req.exclusive()) {
         return Status::AlreadyExists(entry_str(req.parent(), req.name()) + " exists");
       }
@@ -362,7 +385,8 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
     KvBatch b;
     records::InodeRecord child;
     SURGE_RETURN_IF_ERROR(
-        add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", b, &child));
+        add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", req.op_id(),
+                         b, &child));
     SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
     // Record the open before the directory unlocks: an unlink of the new
     // name must see it open. (A session closed since the check above just
@@ -399,12 +423,12 @@ Status Namespace::mknod(const pb::MknodRequest& req, pb::EntryReply* out) {
     default:
       return Status::InvalidArgument("mknod: bad file type in mode " + std::to_string(mode));
   }
-  return make_node(req.cred(), req.parent(), req.name(), mode, req.rdev(), "", out);
+  return make_node(req.cred(), req.parent(), req.name(), mode, req.rdev(), "", req.op_id(), out);
 }
 
 Status Namespace::mkdir(const pb::MkdirRequest& req, pb::EntryReply* out) {
   return make_node(req.cred(), req.parent(), req.name(), S_IFDIR | (req.mode() & 07777), 0, "",
-                   out);
+                   req.op_id(), out);
 }
 
 Status Namespace::symlink(const pb::SymlinkRequest& req, pb::EntryReply* out) {
@@ -416,7 +440,8 @@ Status Namespace::symlink(const pb::SymlinkRequest& req, pb::EntryReply* out) {
   if (req.target().find('\0') != std::string::npos) {
     return Status::InvalidArgument("symlink: target contains a NUL byte");
   }
-  return make_node(req.cred(), req.parent(), req.name(), S_IFLNK | 0777, 0, req.target(), out);
+  return make_node(req.cred(), req.parent(), req.name(), S_IFLNK | 0777, 0, req.target(),
+                   req.op_id(), out);
 }
 
 Status Namespace::lookup(const pb::LookupRequest& req, pb::EntryReply* out) {

@@ -117,10 +117,15 @@ class Namespace {
   // the child, the updated parent); the caller commits.
   Status add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
                           const std::string& name, uint32_t mode, uint64_t rdev,
-                          const std::string& symlink, KvBatch& b, records::InodeRecord* child);
+                          const std::string& symlink, uint64_t op_id, KvBatch& b,
+                          records::InodeRecord* child);
   // create/mknod/mkdir/symlink without an existing-name special case.
   Status make_node(const pb::Credentials& cred, uint64_t parent, const std::string& name,
-                   uint32_t mode, uint64_t rdev, const std::string& symlink, pb::EntryReply* out);
+                   uint32_t mode, uint64_t rdev, const std::string& symlink, uint64_t op_id,
+                   pb::EntryReply* out);
+  // The inode `existing` names when op_id (non-zero) made it: the resend of
+  // a create whose first reply was lost. Nullopt otherwise.
+  Result<std::optional<records::InodeRecord>> made_by(uint64_t op_id, uint64_t ino);
   Status open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
                               uint32_t flags, uint64_t session_id, LockTable::Guard& g);
   Result<pb::Layout> effective_dir_layout(const records::InodeRecord& dir);
