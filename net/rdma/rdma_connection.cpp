@@ -56,9 +56,11 @@ struct RdmaConnection::Wr {
   std::shared_ptr<OpWaiter> waiter;
   int slot = -1;  // send buffer in use, returned on completion
   bool control = false;
+  bool signaled = true;  // produces a completion of its own
   ibv_mw* mw = nullptr;  // kBind / kInvalidate
   ibv_mr* mr = nullptr;  // kBind
   bool remote_write = false;
+  PoolBuffer staged;  // write_staged: the source, held until the WRITE is done
 };
 
 // A blocking bulk operation waiting for its work requests.
@@ -169,7 +171,9 @@ Status RdmaConnection::setup_verbs() {
   qa.send_cq = cq_;
   qa.recv_cq = cq_;
   qa.qp_type = IBV_QPT_RC;
-  qa.sq_sig_all = 1;
+  // Messages are signaled only now and then (pump_locked): a completion
+  // per SEND would wake the loop thread twice per RPC for nothing.
+  qa.sq_sig_all = 0;
   qa.cap.max_send_wr = limits_.send_queue_depth;
   qa.cap.max_recv_wr = recvs;
   qa.cap.max_send_sge = 1;
@@ -343,7 +347,7 @@ Result<std::shared_ptr<RdmaConnection>> RdmaConnection::Accept(
       pending = conn->state_ == State::kHandshake;
     }
     if (pending) {
-      conn->shutdown(Status::TimedOut("rdma: " + conn->peer_ + " did not finish the handshake"));
+      conn->fail(Status::TimedOut("rdma: " + conn->peer_ + " did not finish the handshake"));
     }
   });
   return c;
@@ -461,7 +465,7 @@ void RdmaConnection::handle_handshake(std::span<const std::byte> frame) {
   if (!hr.ok() || frame.size() < kFrameHeaderSize + hr->body_length) {
     Status bad = Status::ProtocolError("rdma: malformed handshake frame from " + peer_);
     if (role_ == Role::kClient) finish_connect(bad);
-    shutdown(bad);
+    fail(bad);
     return;
   }
   const FrameHeader& h = *hr;
@@ -544,7 +548,7 @@ void RdmaConnection::poll_cq() {
     if (cq_ == nullptr) return;
     int n = ibv_poll_cq(cq_, 32, wcs);
     if (n <= 0) {
-      if (n < 0) shutdown(Status::IOError("rdma: ibv_poll_cq failed on " + peer_));
+      if (n < 0) fail(Status::IOError("rdma: ibv_poll_cq failed on " + peer_));
       return;
     }
     for (int i = 0; i < n; ++i) {
@@ -577,7 +581,7 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
   const std::byte* p = recv_bufs_[slot].data();
   if (wc.byte_len < kMsgHeaderSize || get_u32(p) != kMsgMagic ||
       get_u32(p + 12) > wc.byte_len - kMsgHeaderSize) {
-    shutdown(Status::ProtocolError("rdma: malformed message header from " + peer_));
+    fail(Status::ProtocolError("rdma: malformed message header from " + peer_));
     return;
   }
   uint8_t type = std::to_integer<uint8_t>(p[4]);
@@ -597,15 +601,15 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
   }
   if (type == kTypeCtrl) return;
   if (type != kTypeData) {
-    shutdown(Status::ProtocolError("rdma: unknown message type from " + peer_));
+    fail(Status::ProtocolError("rdma: unknown message type from " + peer_));
     return;
   }
   bool more = (flags & kFlagMore) != 0;
   if (more || !frag_data_.empty()) {
     if (frag_data_.size() + len > kMaxMessage) {
       frag_data_.clear();
-      shutdown(Status::ProtocolError("rdma: message from " + peer_ + " exceeds " +
-                                     std::to_string(kMaxMessage) + " bytes"));
+      fail(Status::ProtocolError("rdma: message from " + peer_ + " exceeds " +
+                                 std::to_string(kMaxMessage) + " bytes"));
       return;
     }
     // A fragment is copied out, so its buffer goes back at once: a message
@@ -652,9 +656,18 @@ void RdmaConnection::handle_send(const ibv_wc& wc) {
       SLOG_ERROR("rdma: completion for unknown work request {} on {}", wc.wr_id, peer_);
       return;
     }
+    // Unsignaled work requests posted before this one have completed (in
+    // order, successfully: a failed one has a completion of its own).
+    for (auto e = posted_.begin(); e != it;) {
+      Wr& done = *e->second;
+      --sq_outstanding_;
+      if (done.slot >= 0) free_send_slots_.push_back(static_cast<uint32_t>(done.slot));
+      e = posted_.erase(e);
+    }
     w = std::move(it->second);
     posted_.erase(it);
     --sq_outstanding_;
+    if (w->signaled) --signaled_outstanding_;
     if (w->kind == Wr::Kind::kRead) --rd_outstanding_;
     if (w->slot >= 0) free_send_slots_.push_back(static_cast<uint32_t>(w->slot));
     if (w->kind == Wr::Kind::kInvalidate && wc.status == IBV_WC_SUCCESS) {
@@ -695,7 +708,7 @@ void RdmaConnection::handle_send(const ibv_wc& wc) {
     }
   }
   if (w->waiter) w->waiter->complete(err);
-  if (!err.ok() && wc.status != IBV_WC_WR_FLUSH_ERR) shutdown(err);
+  if (!err.ok() && wc.status != IBV_WC_WR_FLUSH_ERR) fail(err);
 }
 
 // --------------------------------------------------------------- sending
@@ -766,7 +779,25 @@ void RdmaConnection::pump_locked() {
     wr.wr_id = id;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    if (w->kind == Wr::Kind::kMessage) {
+      // A SEND needs no completion of its own unless its buffer (or queue
+      // room) may be needed soon: signal every 16th, and every one while
+      // send buffers or queue slots run low or a close waits for it. The
+      // completion of a signaled one retires the unsignaled before it.
+      const size_t low_slots = send_bufs_.size() / 2;
+      // Staged WRITEs (never signaled) give their buffers back on the
+      // next signaled completion: do not let too many wait for one.
+      w->signaled = ++unsignaled_run_ >= 16 || free_send_slots_.size() < low_slots ||
+                    sq_outstanding_ + 1 >= limits_.send_queue_depth / 2 || close_after_send_ ||
+                    staged_unsignaled_ >= 4;
+    }
+    if (w->signaled) {
+      wr.send_flags = IBV_SEND_SIGNALED;
+      unsignaled_run_ = 0;
+      staged_unsignaled_ = 0;
+    } else if (w->staged) {
+      ++staged_unsignaled_;
+    }
     if (w->kind == Wr::Kind::kMessage) {
       std::byte* b = send_bufs_[w->slot].data();
       put_u32(b, kMsgMagic);
@@ -820,6 +851,7 @@ void RdmaConnection::pump_locked() {
       return false;
     }
     ++sq_outstanding_;
+    if (w->signaled) ++signaled_outstanding_;
     if (w->kind == Wr::Kind::kRead) ++rd_outstanding_;
     posted_.emplace(id, std::move(w));
     return true;
@@ -945,6 +977,35 @@ Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uin
   return waiter->status;
 }
 
+Status RdmaConnection::write_staged(PoolBuffer staged, uint64_t len, uint64_t remote_addr,
+                                    uint32_t rkey) {
+  if (len == 0) return Status::OK();
+  auto keys = device_ ? device_->find_keys(staged.data(), len) : std::nullopt;
+  if (!keys || len > staged.capacity() ||
+      len > std::min(limits_.max_chunk, device_->max_msg_size())) {
+    return Status::InvalidArgument("rdma: a staged write of " + std::to_string(len) +
+                                   " bytes for " + peer_ +
+                                   " needs one registered buffer and one work request");
+  }
+  std::lock_guard lk(mu_);
+  if (state_ != State::kReady) {
+    return Status::Disconnected("rdma: connection to " + peer_ +
+                                " is not open: " + close_reason_.ToString());
+  }
+  auto w = std::make_unique<Wr>();
+  w->kind = Wr::Kind::kWrite;
+  w->local = staged.data();
+  w->lkey = keys->lkey;
+  w->length = len;
+  w->remote = remote_addr;
+  w->rkey = rkey;
+  w->signaled = false;
+  w->staged = std::move(staged);
+  queue_.push_back(std::move(w));
+  pump_locked();
+  return Status::OK();
+}
+
 Status RdmaConnection::read(std::span<std::byte> local, uint64_t remote_addr, uint32_t rkey) {
   return bulk_op(true, local.data(), local.size(), remote_addr, rkey);
 }
@@ -965,6 +1026,15 @@ void RdmaConnection::close(const Status& why) {
     if (state_ >= State::kClosing) return;
   }
   loop_->run_sync([&] { shutdown(why); });
+}
+
+void RdmaConnection::fail(const Status& why) {
+  {
+    std::lock_guard lk(mu_);
+    if (state_ >= State::kClosing) return;
+  }
+  SLOG_WARN("rdma: closing connection {}: {}", peer_, why.ToString());
+  shutdown(why);
 }
 
 void RdmaConnection::shutdown(const Status& why) {
@@ -1002,12 +1072,16 @@ void RdmaConnection::shutdown(const Status& why) {
 }
 
 void RdmaConnection::maybe_destroy_locked() {
-  if (state_ != State::kClosing || !posted_.empty() || recvs_posted_ != 0) return;
+  // Unsignaled work requests may never report (done before the QP went to
+  // the error state): the signaled ones and the receives are what must
+  // drain, and destroying the QP stops the device touching the rest.
+  if (state_ != State::kClosing || signaled_outstanding_ != 0 || recvs_posted_ != 0) return;
   state_ = State::kClosed;
   if (comp_ != nullptr) loop_->remove_fd(comp_->fd);
   loop_->remove_poller(this);
   if (qp_ != nullptr) rdma_destroy_qp(id_);
   qp_ = nullptr;
+  posted_.clear();
   for (ibv_mw* mw : all_mws_) ibv_dealloc_mw(mw);
   all_mws_.clear();
   free_mws_.clear();

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -127,6 +128,13 @@ class RdmaConnection final : public CmEventTarget,
   // memory registered with this connection's device.
   Status read(std::span<std::byte> local, uint64_t remote_addr, uint32_t rkey);
   Status write(std::span<const std::byte> local, uint64_t remote_addr, uint32_t rkey);
+  // Non-blocking RDMA WRITE of the first `len` bytes of `staged` (a buffer
+  // of a pool registered with this device, which the connection keeps
+  // until the WRITE is done). Returns once queued: a message sent after it
+  // (the reply) reaches the peer only after the data (RC ordering), and if
+  // the WRITE fails the QP dies, so that message never arrives. Saves the
+  // caller waiting for the WRITE's acknowledgement.
+  Status write_staged(PoolBuffer staged, uint64_t len, uint64_t remote_addr, uint32_t rkey);
 
   // Client side of per-request exposure: a type 2 memory window over
   // [addr, addr+len) of registered memory that lets the peer READ it
@@ -189,6 +197,9 @@ class RdmaConnection final : public CmEventTarget,
   Status bulk_op(bool is_read, std::byte* local, uint64_t len, uint64_t remote, uint32_t rkey);
   // Loop thread.
   void shutdown(const Status& why);
+  // shutdown() for a fault of the peer or the device: logged as a warning
+  // naming the peer (hostile or broken input must leave a trace).
+  void fail(const Status& why);
   void maybe_destroy_locked();
   void finish_connect(const Status& st);
   std::string control_frame(int type, const Status& st, std::span<const std::byte> body) const;
@@ -240,7 +251,13 @@ class RdmaConnection final : public CmEventTarget,
   std::vector<ibv_mw*> free_mws_;
   std::unordered_map<ibv_mw*, uint32_t> mw_rkeys_;  // current rkey of each window
   std::deque<std::unique_ptr<Wr>> queue_;
-  std::unordered_map<uint64_t, std::unique_ptr<Wr>> posted_;
+  // Posted send-queue work requests by id (ids grow with posting order).
+  // Only some are signaled (see pump_locked): a completion for id X also
+  // retires every earlier one, since an RC send queue completes in order.
+  std::map<uint64_t, std::unique_ptr<Wr>> posted_;
+  uint32_t signaled_outstanding_ = 0;
+  uint32_t unsignaled_run_ = 0;     // SENDs posted since the last signaled WR
+  uint32_t staged_unsignaled_ = 0;  // staged WRITEs whose buffers wait for a signal
   uint64_t next_wr_id_ = 1;
   bool close_after_send_ = false;
   std::shared_ptr<RdmaConnection> self_;  // keeps us alive until destroyed
