@@ -5,6 +5,8 @@
 # to one ~20 s boot plus the tests.
 #
 #  * tests/rdma/rdma_transport_test: the RDMA transport's own cases.
+#  * tests/rdma/rdma_bad_input_test: hostile input from a raw rdma_cm peer
+#    (the RDMA side of tests/net/bad_input_test, which speaks raw TCP).
 #  * the net layer's transport conformance tests (tests/net/), over RDMA:
 #    SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1 (a missing binary is
 #    a failure; SURGE_RDMA_CONFORMANCE_TESTS overrides the list).
@@ -19,11 +21,14 @@ run() {
   if "$@"; then echo "=== guest_suite: $name PASSED"; else
     echo "=== guest_suite: $name FAILED (exit $?)"; failed+=("$name"); fi
 }
-if [ ! -x "$BUILD/tests/rdma/rdma_transport_test" ]; then
-  echo "guest_suite: $BUILD/tests/rdma/rdma_transport_test is not built" >&2
-  exit 1
-fi
+for t in rdma_transport_test rdma_bad_input_test; do
+  if [ ! -x "$BUILD/tests/rdma/$t" ]; then
+    echo "guest_suite: $BUILD/tests/rdma/$t is not built" >&2
+    exit 1
+  fi
+done
 run rdma_transport_test "$BUILD/tests/rdma/rdma_transport_test" --gtest_brief=1
+run rdma_bad_input_test "$BUILD/tests/rdma/rdma_bad_input_test" --gtest_brief=1
 for t in ${SURGE_RDMA_CONFORMANCE_TESTS:-tests/net/net_rpc_test}; do
   if [ ! -x "$BUILD/$t" ]; then echo "guest_suite: $BUILD/$t is not built"; failed+=("$t"); continue; fi
   run "$t (over rdma)" env SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1 "$BUILD/$t" --gtest_brief=1
