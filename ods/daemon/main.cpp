@@ -18,7 +18,7 @@
 #include "net/cluster_key.h"
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
-#include "ods/daemon/metrics_endpoint.h"
+#include "common/metrics_endpoint.h"
 #include "ods/daemon/ods_config.h"
 #include "ods/service/ods_service.h"
 #include "ods/store/object_store.h"

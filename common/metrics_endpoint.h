@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 
-namespace surge::ods {
+namespace surge {
 
 class MetricsEndpoint {
  public:
@@ -38,4 +38,4 @@ class MetricsEndpoint {
   std::string url_;
 };
 
-}  // namespace surge::ods
+}  // namespace surge

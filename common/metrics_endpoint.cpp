@@ -1,5 +1,5 @@
 // MetricsEndpoint: GET /metrics over plain sockets (see the header).
-#include "ods/daemon/metrics_endpoint.h"
+#include "common/metrics_endpoint.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 
 #include "common/log.h"
 
-namespace surge::ods {
+namespace surge {
 
 Status MetricsEndpoint::start(const std::string& listen) {
   auto colon = listen.rfind(':');
@@ -85,4 +85,4 @@ void MetricsEndpoint::serve(int fd) {
   }
 }
 
-}  // namespace surge::ods
+}  // namespace surge
