@@ -125,6 +125,11 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   uint16_t port() const override { return transport_ ? transport_->port() : 0; }
   BufferPool& pool() override { return *pool_; }
 
+  bool runs_in_place_when_allowed(uint16_t service, uint16_t method) const override {
+    auto it = handlers_.find(handler_key(service, method));
+    return it != handlers_.end() && it->second.mode == HandlerMode::kShortBlocking;
+  }
+
   void on_request(std::shared_ptr<ServerConnection> conn, InboundRequest req) override {
     uint32_t n = conn->in_flight.fetch_add(1) + 1;
     if (n > options_.credits_per_connection) {
@@ -146,7 +151,9 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
                           {});
       return;
     }
-    if (it->second.mode == HandlerMode::kInline) {
+    const HandlerMode mode = it->second.mode;
+    if (mode == HandlerMode::kInline ||
+        (mode == HandlerMode::kShortBlocking && req.may_block_here)) {
       run(*conn, req, it->second);
       return;
     }

@@ -1,8 +1,9 @@
 // RpcServer: accepts connections on one transport (tcp:// or rdma://),
 // authenticates each with the cluster key, and dispatches requests to
 // handlers. Handlers run on a worker pool and may block (RocksDB, pread);
-// the transport's I/O threads never wait on them. A handler's Status
-// reaches the caller intact (code and message).
+// the transport's I/O threads never wait on them, except for a brief
+// kShortBlocking handler the transport has said it can run in place. A
+// handler's Status reaches the caller intact (code and message).
 #pragma once
 
 #include <chrono>
@@ -38,6 +39,15 @@ using RawHandler =
 enum class HandlerMode {
   kWorker,  // on the worker pool; may block
   kInline,  // on the I/O thread; must never block (pings, tiny lookups)
+  // Blocks only briefly (page-cache file IO of a bounded size, bulk pulls
+  // and pushes; never fsync or long scans). Runs on the transport thread
+  // that received the request when the transport says that starves nobody
+  // (TCP: it is the only request in service on its I/O thread, its payload
+  // has arrived and nothing is queued behind it on its connection), which
+  // saves the hand-off to a worker; otherwise on the worker pool, exactly
+  // as kWorker. Transports that cannot run handlers in place (RDMA today)
+  // always use the worker pool.
+  kShortBlocking,
 };
 
 struct ServerOptions {

@@ -187,14 +187,31 @@ struct InboundRequest {
   uint16_t method = 0;
   std::string body;
   std::unique_ptr<RequestBulk> bulk;  // never null (zero regions is fine)
+  // Set by a transport when the thread delivering this request may run a
+  // brief blocking handler (pulls and pushes included) right there without
+  // starving anyone: nothing else is in service on that thread, the pulled
+  // bytes are all here and nothing is queued behind this request on its
+  // connection. The core then runs a HandlerMode::kShortBlocking handler
+  // inline, saving the hop to a worker. Transports that never set it keep
+  // every blocking handler on workers.
+  bool may_block_here = false;
 };
 
 // Implemented by the RPC core; called on a transport I/O thread for every
-// request of an authenticated connection, in arrival order.
+// request of an authenticated connection, in arrival order. It returns
+// quickly unless the request says may_block_here.
 class RequestSink {
  public:
   virtual ~RequestSink() = default;
   virtual void on_request(std::shared_ptr<ServerConnection> conn, InboundRequest req) = 0;
+  // Whether a request for this method would use may_block_here (its
+  // handler is HandlerMode::kShortBlocking): a transport asks before it
+  // spends anything on making a request eligible.
+  virtual bool runs_in_place_when_allowed(uint16_t service, uint16_t method) const {
+    (void)service;
+    (void)method;
+    return false;
+  }
 };
 
 struct ServerTransportOptions {

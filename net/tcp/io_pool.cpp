@@ -28,6 +28,13 @@ boost::asio::io_context& IoPool::next() {
   return *contexts_[next_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()];
 }
 
+size_t IoPool::index_of(const boost::asio::io_context& io) const {
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    if (contexts_[i].get() == &io) return i;
+  }
+  return contexts_.size();
+}
+
 void IoPool::stop() {
   for (auto& g : guards_) g.reset();
   for (auto& c : contexts_) c->stop();

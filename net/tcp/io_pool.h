@@ -22,6 +22,9 @@ class IoPool {
 
   // Round-robin.
   boost::asio::io_context& next();
+  size_t size() const { return contexts_.size(); }
+  // Position of one of this pool's contexts (size() for a foreign one).
+  size_t index_of(const boost::asio::io_context& io) const;
   // Stops every context and joins the threads (not from an I/O thread).
   void stop();
 

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -18,6 +19,10 @@
 namespace surge::net::tcp {
 
 namespace {
+
+// The stream whose read loop (pump) runs on this thread, if any: a handler
+// running inside that loop resumes it without a round trip through Asio.
+thread_local const TcpStream* tls_pumping = nullptr;
 
 // Waits for `events` on fd until the deadline. TimedOut past it.
 Status wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadline,
@@ -129,6 +134,10 @@ void TcpStream::start() {
 }
 
 void TcpStream::resume() {
+  if (tls_pumping == this) {
+    paused_ = false;  // run_frames checks it before the next frame
+    return;
+  }
   boost::asio::post(io_, [self = shared_from_this()] {
     self->paused_ = false;
     self->pump();
@@ -240,7 +249,10 @@ void TcpStream::pump() {
   std::unique_lock lk(read_mu_, std::try_to_lock);
   if (!lk.owns_lock()) return;
   drained_ = false;  // woken by readiness (or a post): try the socket
+  const TcpStream* outer = tls_pumping;
+  tls_pumping = this;
   Step s = run_frames(nullptr);
+  tls_pumping = outer;
   lk.unlock();
   // Checked after letting go of the read side: a caller that failed to take
   // it registered its call before, so we see it and keep reading for it.
@@ -327,6 +339,44 @@ TcpStream::Step TcpStream::run_frames(const std::atomic<bool>* until) {
     have_header_ = false;
     on_frame(cur_, trailer);
   }
+}
+
+bool TcpStream::payload_here_alone(uint64_t payload, std::chrono::microseconds budget) {
+  const uint64_t buffered = rend_ - rpos_;
+  if (buffered > payload) return false;
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  bool lowat_set = false;
+  bool alone = false;
+  for (;;) {
+    int queued = 0;
+    if (::ioctl(fd_, FIONREAD, &queued) != 0) break;  // unknown: not eligible
+    const uint64_t have = buffered + static_cast<uint64_t>(queued);
+    if (have >= payload) {
+      alone = have == payload;
+      break;
+    }
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) break;
+    // Wake once when the rest is here, not once per arriving segment (the
+    // kernel caps the mark at half the receive buffer; then we loop).
+    int mark = static_cast<int>(std::min<uint64_t>(payload - have, INT_MAX));
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark) != 0) break;
+    lowat_set = true;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    int r = ::ppoll(&p, 1, &ts, nullptr);
+    if (r < 0 && errno != EINTR) break;
+    if (r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) break;  // the loop will see it
+  }
+  if (lowat_set) {
+    int one = 1;  // back to the default: readiness on any byte
+    if (::setsockopt(fd_, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one) != 0) {
+      fail(Status::FromErrno(errno, "SO_RCVLOWAT on " + peer_));
+      return false;
+    }
+  }
+  return alone;
 }
 
 Status TcpStream::read_payload(std::byte* dst, uint64_t len) {

@@ -21,7 +21,9 @@
 // and reads the payload synchronously (read_payload) until finish() resumes
 // the loop on the I/O thread. The hand-off goes through a mutex (the worker
 // queue) one way and asio::post the other, so the read buffer is never used
-// by two threads at once.
+// by two threads at once. A handler run in place on the I/O thread (see
+// tcp_server.cpp) owns the read side already; its finish() just lets the
+// running loop go on.
 //
 // Closing: fail() is idempotent and callable from any thread; it shuts the
 // socket down (waking every blocked poll and the pending async_wait) and
@@ -113,8 +115,15 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
 
   // Server side. pause() from on_frame stops the read loop after the
   // current frame; resume() (any thread) restarts it on the I/O thread.
+  // Called from inside on_frame on the I/O thread (a handler that ran in
+  // place), resume() just lets the running loop go on.
   void pause() { paused_ = true; }
   void resume();
+  // From on_frame (server): waits up to `budget` for the rest of the
+  // current frame's `payload` to arrive (one wake-up, via SO_RCVLOWAT) and
+  // says whether exactly the payload is here: all of it, and no byte of a
+  // further frame behind it. False when the budget passes first.
+  bool payload_here_alone(uint64_t payload, std::chrono::microseconds budget);
   // While paused, from the thread that owns the read side: the next `len`
   // payload bytes into dst (nullptr discards them).
   Status read_payload(std::byte* dst, uint64_t len);

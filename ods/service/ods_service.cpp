@@ -68,27 +68,41 @@ OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOpti
 }
 
 void OdsService::register_handlers(net::RpcServer& server) {
-  server.add<pb::OdsWrite>([this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) {
-    return counted(pb::OdsWrite::kMethod, write(ctx, q, r));
-  });
-  server.add<pb::OdsRead>([this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) {
-    return counted(pb::OdsRead::kMethod, read(ctx, q, r));
-  });
+  // Reads, writes, stat and statfs touch the page cache and move at most
+  // max_io_bytes: brief enough to run on the transport thread when the
+  // server is otherwise idle (kShortBlocking). Sync, truncate, remove and
+  // scrub may wait for the disk and always go to the worker pool. A write
+  // with its sync flag set does fsync; clients send OdsSync instead.
+  constexpr auto kBrief = net::HandlerMode::kShortBlocking;
+  server.add<pb::OdsWrite>(
+      [this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) {
+        return counted(pb::OdsWrite::kMethod, write(ctx, q, r));
+      },
+      kBrief);
+  server.add<pb::OdsRead>(
+      [this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) {
+        return counted(pb::OdsRead::kMethod, read(ctx, q, r));
+      },
+      kBrief);
   server.add<pb::OdsTruncate>([this](net::RpcContext&, const pb::TruncateRequest& q, pb::TruncateReply& r) {
     return counted(pb::OdsTruncate::kMethod, truncate(q, r));
   });
   server.add<pb::OdsRemove>([this](net::RpcContext&, const pb::RemoveRequest& q, pb::RemoveReply& r) {
     return counted(pb::OdsRemove::kMethod, remove(q, r));
   });
-  server.add<pb::OdsStat>([this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) {
-    return counted(pb::OdsStat::kMethod, stat(q, r));
-  });
+  server.add<pb::OdsStat>(
+      [this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) {
+        return counted(pb::OdsStat::kMethod, stat(q, r));
+      },
+      kBrief);
   server.add<pb::OdsSync>([this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) {
     return counted(pb::OdsSync::kMethod, sync(q, r));
   });
-  server.add<pb::OdsStatFs>([this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) {
-    return counted(pb::OdsStatFs::kMethod, statfs(q, r));
-  });
+  server.add<pb::OdsStatFs>(
+      [this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) {
+        return counted(pb::OdsStatFs::kMethod, statfs(q, r));
+      },
+      kBrief);
   server.add<pb::OdsScrub>([this](net::RpcContext&, const pb::ScrubRequest& q, pb::ScrubReply& r) {
     return counted(pb::OdsScrub::kMethod, scrub(q, r));
   });
