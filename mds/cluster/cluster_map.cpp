@@ -33,9 +33,10 @@ Result<std::unique_ptr<ClusterMap>> ClusterMap::Load(KvStore* kv, uint64_t fs_id
                                      bad = Status::Corruption("unreadable target record");
                                      return false;
                                    }
-                                   // Assume up until the timeout says otherwise, so
-                                   // a restarted MDS serves creates at once.
-                                   t.set_state(proto::mds::TARGET_UP);
+                                   // Assume alive until the timeout says otherwise,
+                                   // so a restarted MDS serves creates at once; a
+                                   // drained target stays drained.
+                                   t.set_state(alive_state(t));
                                    t.set_last_heartbeat_ms(now);
                                    m->targets_[t.target_id()] = t;
                                    return true;
@@ -77,12 +78,12 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
   }
   TargetInfo& t = targets_[id];
   const bool changed =
-      t.target_id() != id || t.address() != req.address() || t.state() != proto::mds::TARGET_UP;
+      t.target_id() != id || t.address() != req.address() || t.state() != alive_state(t);
   t.set_target_id(id);
   t.set_address(req.address());
   t.set_capacity_bytes(req.capacity_bytes());
   t.set_free_bytes(req.free_bytes());
-  t.set_state(proto::mds::TARGET_UP);
+  t.set_state(alive_state(t));
   t.set_last_heartbeat_ms(now_ms());
   if (changed) ++version_;
   SURGE_RETURN_IF_ERROR(persist_locked(&t));
@@ -112,7 +113,7 @@ Result<proto::mds::TargetHeartbeatReply> ClusterMap::heartbeat(
   t.set_free_bytes(req.free_bytes());
   t.set_last_heartbeat_ms(now_ms());
   if (t.state() == proto::mds::TARGET_DOWN) {
-    t.set_state(proto::mds::TARGET_UP);
+    t.set_state(alive_state(t));
     ++version_;
     SLOG_INFO("target {} at {} is up again, map version {}", t.target_id(), t.address(), version_);
     SURGE_RETURN_IF_ERROR(persist_locked(nullptr));
@@ -134,6 +135,48 @@ proto::mds::ClusterMap ClusterMap::snapshot() const {
 uint64_t ClusterMap::version() const {
   std::lock_guard lk(mu_);
   return version_;
+}
+
+Result<TargetInfo> ClusterMap::set_draining(uint32_t target_id, bool draining) {
+  std::lock_guard lk(mu_);
+  auto it = targets_.find(target_id);
+  if (it == targets_.end()) {
+    std::string known;
+    for (const auto& [id, t] : targets_) known += (known.empty() ? "" : ", ") + std::to_string(id);
+    return Status::NotFound(
+        "target " + std::to_string(target_id) +
+        " is not in the cluster map (known targets: " + (known.empty() ? "none" : known) + ")");
+  }
+  TargetInfo& t = it->second;
+  if (t.draining() == draining) return t;
+  TargetInfo next = t;
+  next.set_draining(draining);
+  if (next.state() != proto::mds::TARGET_DOWN) next.set_state(alive_state(next));
+  ++version_;
+  Status st = persist_locked(&next);
+  if (!st.ok()) {
+    --version_;  // nothing changed: the record did not reach the store
+    return st;
+  }
+  t = next;
+  SLOG_INFO("target {} at {} {}, map version {}", target_id, t.address(),
+            draining ? "draining: no new layouts" : "no longer draining", version_);
+  return t;
+}
+
+ClusterMap::StateCounts ClusterMap::state_counts() const {
+  std::lock_guard lk(mu_);
+  StateCounts c;
+  for (const auto& [id, t] : targets_) {
+    if (t.state() == proto::mds::TARGET_DOWN) {
+      ++c.down;
+    } else if (t.state() == proto::mds::TARGET_DRAINING) {
+      ++c.draining;
+    } else {
+      ++c.up;
+    }
+  }
+  return c;
 }
 
 int ClusterMap::mark_silent_down(uint64_t now) {
@@ -163,8 +206,11 @@ Result<proto::mds::Layout> ClusterMap::pick_layout(uint32_t stripe_size, uint32_
     if (t.state() == proto::mds::TARGET_UP) up.push_back(&t);
   }
   if (up.empty()) {
+    size_t draining = 0;
+    for (const auto& [id, t] : targets_) draining += t.state() == proto::mds::TARGET_DRAINING;
     return Status::NoSpace("no data server is up: cannot place a new file (" +
-                           std::to_string(targets_.size()) + " known, none up)");
+                           std::to_string(targets_.size()) + " known, none up, " +
+                           std::to_string(draining) + " draining)");
   }
   const uint32_t count = std::clamp<uint32_t>(stripe_count, 1, static_cast<uint32_t>(up.size()));
   // Smooth weighted round robin (weight = free MiB, at least 1): every pick

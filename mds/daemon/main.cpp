@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/metrics_endpoint.h"
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
@@ -23,6 +24,7 @@
 #include "mds/daemon/rpc_object_targets.h"
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
+#include "mds/service/mds_metrics.h"
 #include "mds/service/mds_service.h"
 #include "net/cluster_key.h"
 #include "net/rpc_server.h"
@@ -106,8 +108,26 @@ int run(const MdsConfig& cfg) {
   sv.pool.huge_pages = false;
   auto server = net::RpcServer::Create(sv);
   if (!server.ok()) return fail(server.status());
-  register_mds_handlers(**server, **ns, **map, sessions);
+  MdsMetrics metrics;
+  register_mds_handlers(**server, **ns, **map, sessions, &metrics);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
+
+  std::unique_ptr<MetricsEndpoint> metrics_http;
+  if (!cfg.metrics_listen.empty()) {
+    MdsMetrics::Sources src;
+    src.map = map->get();
+    src.sessions = &sessions;
+    src.kv = dd->kv.get();
+    RocksKvStore* kv = dd->kv.get();
+    src.wal_syncs = [kv] { return kv->wal_syncs(); };
+    metrics_http =
+        std::make_unique<MetricsEndpoint>([&metrics, src] { return metrics.render(src); });
+    if (Status st = metrics_http->start(cfg.metrics_listen); !st.ok()) {
+      (*server)->stop();
+      return fail(st);
+    }
+    SLOG_INFO("surge-mds metrics on {}", metrics_http->url());
+  }
 
   OrphanCollectorOptions copts;
   copts.interval_ms = cfg.orphan_interval_ms;
@@ -129,6 +149,7 @@ int run(const MdsConfig& cfg) {
   int sig = 0;
   sigwait(&set, &sig);
   SLOG_INFO("surge-mds: signal {}, stopping", sig);
+  if (metrics_http) metrics_http->stop();
   (*server)->stop();
   collector.stop();
   ns->reset();
@@ -151,7 +172,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"surge-mds: the Surge metadata server"};
-  std::string config_file, data_dir, listen, key_file, log_level, log_file;
+  std::string config_file, data_dir, listen, key_file, log_level, log_file, metrics_listen;
   bool check = false;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--config", config_file,
@@ -159,6 +180,8 @@ int main(int argc, char** argv) {
   auto* o_data = app.add_option("--data-dir", data_dir, "metadata directory");
   auto* o_listen = app.add_option("--listen", listen, "tcp://HOST:PORT or rdma://HOST:PORT");
   auto* o_key = app.add_option("--cluster-key-file", key_file, "cluster key file");
+  auto* o_metrics = app.add_option("--metrics-listen", metrics_listen,
+                                   "Prometheus endpoint HOST:PORT (\"\" off)");
   auto* o_level = app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
   auto* o_logf = app.add_option("--log-file", log_file, "log file (default stderr)");
   app.add_flag("--check", check, "check the namespace in --data-dir and exit (1: problems found)");
@@ -174,6 +197,7 @@ int main(int argc, char** argv) {
   if (o_data->count()) cfg.data_dir = data_dir;
   if (o_listen->count()) cfg.listen = listen;
   if (o_key->count()) cfg.cluster_key_file = key_file;
+  if (o_metrics->count()) cfg.metrics_listen = metrics_listen;
   if (o_level->count()) cfg.log_level = log_level;
   if (o_logf->count()) cfg.log_file = log_file;
   if (Status st = validate_config(cfg); !st.ok()) {

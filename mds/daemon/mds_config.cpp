@@ -19,6 +19,7 @@ std::map<std::string, std::map<std::string, Field>> fields(MdsConfig& c) {
         {"listen", &c.listen},
         {"cluster_key_file", &c.cluster_key_file},
         {"expect_fs_id", &c.expect_fs_id},
+        {"metrics_listen", &c.metrics_listen},
         {"io_threads", &c.io_threads},
         {"worker_threads", &c.worker_threads},
         {"credits_per_connection", &c.credits_per_connection}}},

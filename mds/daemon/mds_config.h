@@ -16,7 +16,8 @@ struct MdsConfig {
   std::string data_dir = "/var/lib/surge/mds";
   std::string listen = "tcp://127.0.0.1:7100";
   std::string cluster_key_file = "/etc/surge/cluster.key";
-  std::string expect_fs_id;  // hex; empty: whatever the data dir holds
+  std::string expect_fs_id;    // hex; empty: whatever the data dir holds
+  std::string metrics_listen;  // "HOST:PORT" of the Prometheus endpoint; empty: off
   int io_threads = 2;
   int worker_threads = 8;
   uint32_t credits_per_connection = 128;

@@ -32,6 +32,10 @@ class RocksKvStore : public KvStore {
   Status make_durable() override;
   uint64_t estimate_keys(Space s) override;
 
+  // Write-ahead log syncs (fsyncs) since open, from RocksDB's statistics
+  // (tickers only, no timers), for the /metrics page.
+  uint64_t wal_syncs() const;
+
   // Flushes memtables and closes the DB (also done by the destructor).
   Status close();
 

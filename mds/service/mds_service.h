@@ -1,17 +1,19 @@
 // MdsService: binds every MDS method (net/proto/mds_methods.h) to the
 // namespace, the cluster map and the session table. Handlers only translate;
 // the work and its locking live in those parts. They run on the RPC worker
-// pool; a handler's Status reaches the client intact.
+// pool; a handler's Status reaches the client intact. With a MdsMetrics,
+// every handler counts its request, its error and its time there.
 #pragma once
 
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/session_table.h"
 #include "mds/namespace/namespace.h"
+#include "mds/service/mds_metrics.h"
 #include "net/rpc_server.h"
 
 namespace surge::mds {
 
 void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& map,
-                           SessionTable& sessions);
+                           SessionTable& sessions, MdsMetrics* metrics = nullptr);
 
 }  // namespace surge::mds

@@ -12,6 +12,9 @@ using MdsRegisterTarget = net::MethodDef<kServiceMds, 1, RegisterTargetRequest, 
 using MdsTargetHeartbeat =
     net::MethodDef<kServiceMds, 2, TargetHeartbeatRequest, TargetHeartbeatReply>;
 using MdsGetClusterMap = net::MethodDef<kServiceMds, 3, GetClusterMapRequest, GetClusterMapReply>;
+// administration: drain / undrain a target (surgectl drain)
+using MdsSetTargetDrain =
+    net::MethodDef<kServiceMds, 4, SetTargetDrainRequest, SetTargetDrainReply>;
 
 // client sessions
 using MdsOpenSession = net::MethodDef<kServiceMds, 10, OpenSessionRequest, OpenSessionReply>;
