@@ -4,6 +4,7 @@
 #pragma once
 
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <span>
@@ -58,9 +59,11 @@ inline std::vector<std::byte> pattern(size_t n, uint32_t seed) {
 
 class OdsClient {
  public:
-  OdsClient(const std::string& address, const std::string& key) {
+  OdsClient(const std::string& address, const std::string& key,
+            std::chrono::milliseconds call_timeout = std::chrono::milliseconds(30000)) {
     net::ChannelOptions o;
     o.cluster_key = key;
+    o.call_timeout = call_timeout;
     auto ch = net::RpcChannel::Connect(address, o);
     if (!ch.ok()) throw std::runtime_error("connect " + address + ": " + ch.status().ToString());
     ch_ = *ch;
@@ -81,20 +84,27 @@ class OdsClient {
 
   // Reads and checks the reply's CRC against the bytes received.
   Result<std::vector<std::byte>> read(uint64_t id, uint64_t off, uint64_t len) {
+    std::vector<std::byte> buf(len);
+    SURGE_ASSIGN_OR_RETURN(uint64_t got, read_into(id, off, buf));
+    buf.resize(got);
+    return buf;
+  }
+
+  // The same into the caller's buffer (as a real client reads into its
+  // user's memory); returns the length the server sent.
+  Result<uint64_t> read_into(uint64_t id, uint64_t off, std::span<std::byte> buf) {
     pb::ReadRequest q;
     q.set_object_id(id);
     q.set_offset(off);
-    q.set_length(len);
-    std::vector<std::byte> buf(len);
-    net::BulkRegion r{buf.data(), len, net::BulkAccess::kServerPush};
+    q.set_length(buf.size());
+    net::BulkRegion r{buf.data(), buf.size(), net::BulkAccess::kServerPush};
     pb::ReadReply a;
     SURGE_RETURN_IF_ERROR(ch_->call<pb::OdsRead>(q, &a, {&r, 1}));
-    if (a.length() > len) return Status::ProtocolError("read reply longer than asked");
-    buf.resize(a.length());
-    if (surge::crc32c(buf.data(), buf.size()) != a.crc32c()) {
+    if (a.length() > buf.size()) return Status::ProtocolError("read reply longer than asked");
+    if (surge::crc32c(buf.data(), a.length()) != a.crc32c()) {
       return Status::Corruption("read reply CRC does not match the bytes received");
     }
-    return buf;
+    return a.length();
   }
 
   Status sync(std::vector<uint64_t> ids) {
