@@ -72,6 +72,7 @@ int run(MountConfig& cfg, int status_fd) {
   // Every FUSE worker receives requests into a registered buffer; a write
   // going behind keeps its buffer until the data servers have the bytes, so
   // allow for the write-behind window of a few files being written at once.
+  cfg.client.read_ahead_bytes = 0;  // the kernel reads ahead (read_ahead_kb)
   cfg.client.request_buffer_size = surge::fuse::receive_buffer_size();
   cfg.client.request_buffers =
       cfg.max_threads + 4 * std::max<size_t>(cfg.client.write_behind_bytes >> 20, 1);

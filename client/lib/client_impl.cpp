@@ -348,6 +348,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   // Our own unreported writes first, so a truncate is ordered after them.
   if (st && (sa.mask & kSetSize)) SURGE_RETURN_IF_ERROR(report_size(*st, false));
   if (st) drain_writes(*st);
+  if (st) drop_read_ahead(*st);
   mds::SetAttrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
@@ -616,6 +617,7 @@ std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& p
     }
     st = slot;
   }
+  drop_read_ahead(*st);  // close-to-open: nothing fetched before this open
   std::lock_guard lk(st->mu);
   st->layout = layout_from_proto(pa.layout());
   st->mds_size = a.size;
@@ -771,8 +773,68 @@ Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t off
   if (offset >= size || len == 0) return size_t{0};
   drain_writes(*f.state);  // our own writes in flight first
   size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
-  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
+  if (options_.read_ahead_bytes > 0) {
+    SURGE_RETURN_IF_ERROR(read_with_read_ahead(*f.state, layout, size,
+                                               static_cast<std::byte*>(buf), n, offset));
+  } else {
+    SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
+  }
   return n;
+}
+
+void ClientImpl::drop_read_ahead(InodeState& st) {
+  std::lock_guard lk(st.ra_mu);
+  st.ra_windows.clear();  // each waits for its batch before its buffer goes
+}
+
+Status ClientImpl::read_with_read_ahead(InodeState& st, const StripeLayout& layout, uint64_t size,
+                                        std::byte* dst, size_t n, uint64_t offset) {
+  constexpr uint64_t kWindow = 1u << 20;
+  std::lock_guard lk(st.ra_mu);
+  const bool sequential = offset == st.ra_next;
+  st.ra_next = offset + n;
+  uint64_t pos = offset;
+  size_t done = 0;
+  while (done < n && !st.ra_windows.empty()) {
+    InodeState::Window& w = st.ra_windows.front();
+    if (pos < w.offset || pos >= w.offset + w.length) {
+      st.ra_windows.clear();  // not where this read is: a jump
+      break;
+    }
+    if (!w.landed) {
+      w.status = w.batch->wait();
+      w.landed = true;
+    }
+    if (!w.status.ok()) {
+      // Read it again directly below: a lasting error is reported from there.
+      st.ra_windows.clear();
+      break;
+    }
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, w.offset + w.length - pos));
+    std::memcpy(dst + done, w.buf.data() + (pos - w.offset), k);
+    done += k;
+    pos += k;
+    if (pos == w.offset + w.length) st.ra_windows.pop_front();
+  }
+  if (done < n) SURGE_RETURN_IF_ERROR(io_->read(st.ino, layout, dst + done, n - done, pos));
+  if (!sequential) return Status::OK();
+  uint64_t from = st.ra_windows.empty()
+                      ? offset + n
+                      : st.ra_windows.back().offset + st.ra_windows.back().length;
+  const uint64_t until = std::min(size, offset + n + options_.read_ahead_bytes);
+  while (from < until) {
+    const uint64_t end = std::min(until, (from / kWindow + 1) * kWindow);
+    auto pb = pool_->try_acquire(end - from);
+    if (!pb.ok()) break;  // the pool is busy (write behind): read ahead less
+    InodeState::Window w;
+    w.offset = from;
+    w.length = end - from;
+    w.buf = std::move(*pb);
+    w.batch = io_->start_read(st.ino, layout, w.buf.data(), w.length, from);
+    st.ra_windows.push_back(std::move(w));
+    from = end;
+  }
+  return Status::OK();
 }
 
 Result<size_t> ClientImpl::pwrite(File& file, const void* buf, size_t len, uint64_t offset) {
@@ -805,6 +867,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
   }
   InodeState& st = *f.state;
   SURGE_RETURN_IF_ERROR(take_write_error(st));  // an earlier write-behind failure
+  if (options_.read_ahead_bytes > 0) drop_read_ahead(st);
   if (f.flags() & O_APPEND) {
     drain_writes(st);
     SURGE_RETURN_IF_ERROR(take_write_error(st));
@@ -908,6 +971,7 @@ Status ClientImpl::close_handle(FileImpl& f) {
     last = --f.state->opens == 0;
   }
   if (last) {
+    drop_read_ahead(*f.state);  // its pool buffers serve others now
     std::lock_guard lk(inodes_mu_);
     auto it = inodes_.find(f.ino());
     if (it != inodes_.end() && it->second == f.state) {

@@ -56,6 +56,20 @@ struct InodeState {
   std::mutex wb_mu;
   std::deque<PendingWrite> inflight;  // oldest first; guarded by wb_mu
   uint64_t inflight_bytes = 0;        // guarded by wb_mu
+
+  // Read ahead, guarded by ra_mu: contiguous windows of the file past the
+  // last sequential read, each fetched (or being fetched) into a pool buffer.
+  struct Window {
+    uint64_t offset = 0;
+    size_t length = 0;
+    net::PoolBuffer buf;
+    std::unique_ptr<ReadBatch> batch;  // destroyed (waited for) before buf
+    bool landed = false;               // batch waited for; status below
+    Status status;
+  };
+  std::mutex ra_mu;
+  uint64_t ra_next = 0;             // where the next sequential read starts
+  std::deque<Window> ra_windows;    // ascending and contiguous
 };
 
 class FileImpl : public File {
@@ -147,6 +161,11 @@ class ClientImpl : public Client {
   // pwrite and pwrite_from: owned (may be null) is the caller's buffer that
   // holds buf, kept instead of a copy; on_accepted (may be null) as in
   // Client::pwrite_from.
+  // pread's data path when read ahead is on: serves what the windows hold,
+  // reads the rest, then keeps read_ahead_bytes in flight past it.
+  Status read_with_read_ahead(InodeState& st, const StripeLayout& layout, uint64_t size,
+                              std::byte* dst, size_t n, uint64_t offset);
+  void drop_read_ahead(InodeState& st);
   Result<size_t> write_impl(File& file, const std::byte* buf, size_t len, uint64_t offset,
                             std::unique_ptr<RegisteredBuffer>* owned,
                             const std::function<void()>* on_accepted);

@@ -187,90 +187,103 @@ Status WriteBatch::wait() {
   return status_;
 }
 
+void ReadBatch::finish_front() {
+  Call c = std::move(calls_.front());
+  calls_.pop_front();
+  inflight_bytes_ -= c.length;
+  proto::ods::ReadReply reply;
+  Status st = net::finish_call<OdsRead>(c.call, &reply);
+  if (!status_.ok()) return;  // the first error is what the caller sees
+  if (st.code() == Code::kNotFound) {
+    // No object yet on this target: the whole piece is a hole.
+    std::memset(c.dst, 0, c.length);
+    return;
+  }
+  if (!st.ok()) {
+    status_ = io_->target_error(c.target, c.addr, st, "reading from")
+                  .WithContext("object " + std::to_string(object_id_) + " offset " +
+                               std::to_string(c.object_offset));
+    return;
+  }
+  if (reply.length() > c.length) {
+    status_ = Status::ProtocolError("data server target " + std::to_string(c.target) + " at " +
+                                    c.addr + " returned " + std::to_string(reply.length()) +
+                                    " bytes for a " + std::to_string(c.length) +
+                                    "-byte read of object " + std::to_string(object_id_));
+    return;
+  }
+  if (crc32c(c.dst, reply.length()) != reply.crc32c()) {
+    status_ = Status::Corruption("checksum mismatch reading object " +
+                                 std::to_string(object_id_) + " offset " +
+                                 std::to_string(c.object_offset) + " from target " +
+                                 std::to_string(c.target) + " at " + c.addr);
+    return;
+  }
+  // Short: past the end of this object, inside the file: zeros.
+  if (reply.length() < c.length) {
+    std::memset(c.dst + reply.length(), 0, c.length - reply.length());
+  }
+}
+
+Status ReadBatch::wait() {
+  if (done_) return status_;
+  done_ = true;
+  while (!calls_.empty()) finish_front();
+  return status_;
+}
+
+void StripeIo::issue_read(ReadBatch& b, uint64_t object_id, std::byte* dst, uint32_t target,
+                          uint64_t object_offset, size_t length) {
+  std::string addr;
+  auto ch = channel_for(target, &addr);
+  if (!ch.ok()) {
+    if (b.status_.ok()) b.status_ = ch.status();
+    return;
+  }
+  proto::ods::ReadRequest req;
+  req.set_object_id(object_id);
+  req.set_offset(object_offset);
+  req.set_length(length);
+  net::BulkRegion region{dst, length, net::BulkAccess::kServerPush};
+  net::PendingCall call = net::call_async<OdsRead>(
+      **ch, req, std::span<const net::BulkRegion>(&region, 1), options_.io_timeout);
+  b.calls_.push_back(
+      ReadBatch::Call{std::move(call), target, object_offset, dst, length, std::move(addr)});
+  b.inflight_bytes_ += length;
+}
+
+std::unique_ptr<ReadBatch> StripeIo::start_read(uint64_t object_id, const StripeLayout& layout,
+                                                void* buf, size_t len, uint64_t offset) {
+  auto b = std::make_unique<ReadBatch>();
+  b->io_ = this;
+  b->object_id_ = object_id;
+  b->status_ = check_layout(object_id, layout);
+  if (!b->status_.ok() || len == 0) return b;
+  auto* base = static_cast<std::byte*>(buf);
+  for (const Piece& p : plan(layout, offset, len)) {
+    issue_read(*b, object_id, base + p.buf_offset, p.target, p.object_offset, p.length);
+    if (!b->status_.ok()) break;  // what was issued is still waited for
+  }
+  return b;
+}
+
 Status StripeIo::read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
                       uint64_t offset) {
   if (len == 0) return Status::OK();
   SURGE_RETURN_IF_ERROR(check_layout(object_id, layout));
   auto* base = static_cast<std::byte*>(buf);
-
-  struct Outstanding {
-    net::PendingCall call;
-    const Piece* piece;
-    std::string addr;
-  };
-  std::vector<Piece> pieces = plan(layout, offset, len);
-  std::deque<Outstanding> inflight;
-  uint64_t inflight_bytes = 0;
-  Status first_error;
-
-  auto finish_one = [&]() {
-    Outstanding o = std::move(inflight.front());
-    inflight.pop_front();
-    const Piece& p = *o.piece;
-    inflight_bytes -= p.length;
-    std::byte* dst = base + p.buf_offset;
-    proto::ods::ReadReply reply;
-    Status st = net::finish_call<OdsRead>(o.call, &reply);
-    if (st.code() == Code::kNotFound) {
-      // No object yet on this target: the whole piece is a hole.
-      std::memset(dst, 0, p.length);
-      return;
+  ReadBatch b;
+  b.io_ = this;
+  b.object_id_ = object_id;
+  for (const Piece& p : plan(layout, offset, len)) {
+    while (!b.calls_.empty() && b.inflight_bytes_ + p.length > options_.max_inflight_bytes) {
+      b.finish_front();
     }
-    if (!st.ok()) {
-      if (first_error.ok()) {
-        first_error = target_error(p.target, o.addr, st, "reading from")
-                          .WithContext("object " + std::to_string(object_id) + " offset " +
-                                       std::to_string(p.object_offset));
-      }
-      return;
-    }
-    if (reply.length() > p.length) {
-      if (first_error.ok()) {
-        first_error = Status::ProtocolError(
-            "data server target " + std::to_string(p.target) + " at " + o.addr + " returned " +
-            std::to_string(reply.length()) + " bytes for a " + std::to_string(p.length) +
-            "-byte read of object " + std::to_string(object_id));
-      }
-      return;
-    }
-    uint32_t crc = crc32c(dst, reply.length());
-    if (crc != reply.crc32c()) {
-      if (first_error.ok()) {
-        first_error = Status::Corruption(
-            "checksum mismatch reading object " + std::to_string(object_id) + " offset " +
-            std::to_string(p.object_offset) + " from target " + std::to_string(p.target) + " at " +
-            o.addr);
-      }
-      return;
-    }
-    // Short: past the end of this object, inside the file: zeros.
-    if (reply.length() < p.length) std::memset(dst + reply.length(), 0, p.length - reply.length());
-  };
-
-  for (const Piece& p : pieces) {
-    if (!first_error.ok()) break;
-    while (!inflight.empty() && inflight_bytes + p.length > options_.max_inflight_bytes) {
-      finish_one();
-    }
-    if (!first_error.ok()) break;
-    std::string addr;
-    auto ch = channel_for(p.target, &addr);
-    if (!ch.ok()) {
-      first_error = ch.status();
-      break;
-    }
-    proto::ods::ReadRequest req;
-    req.set_object_id(object_id);
-    req.set_offset(p.object_offset);
-    req.set_length(p.length);
-    net::BulkRegion region{base + p.buf_offset, p.length, net::BulkAccess::kServerPush};
-    net::PendingCall call = net::call_async<OdsRead>(
-        **ch, req, std::span<const net::BulkRegion>(&region, 1), options_.io_timeout);
-    inflight.push_back(Outstanding{std::move(call), &p, std::move(addr)});
-    inflight_bytes += p.length;
+    if (!b.status_.ok()) break;
+    issue_read(b, object_id, base + p.buf_offset, p.target, p.object_offset, p.length);
+    if (!b.status_.ok()) break;
   }
-  while (!inflight.empty()) finish_one();
-  return first_error;
+  return b.wait();
 }
 
 Status StripeIo::sync(uint64_t object_id, const StripeLayout& layout) {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 
 #include "client/lib/cluster_map_cache.h"
 #include "common/status.h"
@@ -49,6 +50,34 @@ class WriteBatch {
   bool done_ = false;
 };
 
+// The pieces of one read in flight (StripeIo::start_read). wait() blocks
+// until every piece has landed and been checked (CRC32C; holes and short
+// objects as zeros) and returns the first error; the data servers may
+// write into the destination until then.
+class ReadBatch {
+ public:
+  Status wait();
+  ~ReadBatch() { (void)wait(); }
+
+ private:
+  friend class StripeIo;
+  struct Call {
+    net::PendingCall call;
+    uint32_t target;
+    uint64_t object_offset;
+    std::byte* dst;
+    size_t length;
+    std::string addr;
+  };
+  void finish_front();
+  StripeIo* io_ = nullptr;
+  uint64_t object_id_ = 0;
+  std::deque<Call> calls_;
+  uint64_t inflight_bytes_ = 0;
+  Status status_;
+  bool done_ = false;
+};
+
 class StripeIo {
  public:
   static constexpr uint64_t kMaxPiece = 1u << 20;
@@ -72,11 +101,18 @@ class StripeIo {
   // size. Bytes no data server holds (holes, short objects) read as zeros.
   Status read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
               uint64_t offset);
+  // Issues the whole read at once (read ahead) and returns without waiting:
+  // buf must stay valid until the batch's wait() returns.
+  std::unique_ptr<ReadBatch> start_read(uint64_t object_id, const StripeLayout& layout, void* buf,
+                                        size_t len, uint64_t offset);
   // Makes object_id durable on every target of the layout.
   Status sync(uint64_t object_id, const StripeLayout& layout);
 
  private:
   friend class WriteBatch;
+  friend class ReadBatch;
+  void issue_read(ReadBatch& b, uint64_t object_id, std::byte* dst, uint32_t target,
+                  uint64_t object_offset, size_t length);
   Result<std::shared_ptr<net::RpcChannel>> channel_for(uint32_t target_id, std::string* addr);
   Status target_error(uint32_t target_id, const std::string& addr, const Status& st,
                       const char* what);

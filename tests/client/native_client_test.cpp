@@ -188,6 +188,53 @@ TEST_F(Native, PwriteFromRefusesDataOutsideTheBufferWithoutAccepting) {
   ASSERT_TRUE(client_->close(*f).ok());
 }
 
+TEST_F(Native, SequentialReadsThroughReadAheadAreExact) {
+  // Odd-sized sequential reads run through the read-ahead windows; a jump
+  // back and a read past the end must still be exact.
+  std::string data = random_bytes((10 << 20) + 12345, 31);
+  auto f = client_->open("/ra", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->pwrite(**f, data.data(), data.size(), 0).ok());
+  ASSERT_TRUE(client_->close(*f).ok());
+  auto g = client_->open("/ra", O_RDONLY);
+  ASSERT_TRUE(g.ok());
+  std::string back(data.size(), 'Z');
+  const size_t chunk = 100003;
+  for (size_t off = 0; off < data.size(); off += chunk) {
+    auto r = client_->pread(**g, &back[off], std::min(chunk, data.size() - off), off);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(*r, std::min(chunk, data.size() - off));
+  }
+  EXPECT_TRUE(back == data);
+  std::string again(3 * chunk, 'Z');
+  auto r = client_->pread(**g, again.data(), again.size(), 777);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(again, data.substr(777, again.size()));
+  auto tail = client_->pread(**g, again.data(), again.size(), data.size() - 10);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(*tail, 10u);
+  ASSERT_TRUE(client_->close(*g).ok());
+}
+
+TEST_F(Native, OwnWriteAheadOfASequentialReaderIsSeen) {
+  // Windows fetched before a write of this client must not be served after it.
+  std::string data = random_bytes(6 << 20, 32);
+  auto f = client_->open("/ra-write", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->pwrite(**f, data.data(), data.size(), 0).ok());
+  std::string got(1 << 20, 'Z');
+  ASSERT_TRUE(client_->pread(**f, got.data(), got.size(), 0).ok());        // sequential:
+  ASSERT_TRUE(client_->pread(**f, got.data(), got.size(), 1 << 20).ok());  // windows ahead
+  std::string patch = random_bytes(300000, 33);
+  ASSERT_TRUE(client_->pwrite(**f, patch.data(), patch.size(), (3 << 20) + 5).ok());
+  memcpy(&data[(3 << 20) + 5], patch.data(), patch.size());
+  std::string rest(4 << 20, 'Z');
+  auto r = client_->pread(**f, rest.data(), rest.size(), 2 << 20);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(rest == data.substr(2 << 20, rest.size()));
+  ASSERT_TRUE(client_->close(*f).ok());
+}
+
 TEST_F(Native, NamespaceThroughThePathApi) {
   ASSERT_TRUE(client_->mkdir("/ns", 0755).ok());
   ASSERT_TRUE(client_->mkdir("/ns/sub", 0755).ok());
