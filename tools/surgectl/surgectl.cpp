@@ -1,30 +1,205 @@
 // surgectl: Surge administration from the command line.
 //   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | df
 //   surgectl ... setstripe DIR --size BYTES --count N | getstripe PATH
+//   surgectl ... drain TARGET_ID | undrain TARGET_ID   (or drain --off)
+//   surgectl ... scrub [--target ID]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
 // Paths are inside the file system ("/dir"), not mount paths.
+//
+// Exit status: 0 success; 1 an error (message on stderr naming what
+// failed). scrub: 3 when corruption was found, else 2 when some target
+// could not be scrubbed (down, unreachable, error), else 0 (1: it could
+// not start, e.g. the MDS is unreachable or the target id unknown).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <future>
 #include <string>
+#include <vector>
 
 #include "common/log.h"
 #include "net/cluster_key.h"
 #include "surge/client.h"
+#include "tools/surgectl/cluster_admin.h"
+#include "tools/surgectl/target_scrub.h"
 
 namespace {
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o.push_back('\\');
-    o.push_back(c);
-  }
-  return o;
-}
+using surge::tools::json_escape;
+using surge::tools::state_name;
+namespace pb = surge::proto::mds;
+
+constexpr const char* kDrainNote =
+    "drain stops new placement; existing stripes stay until rewritten (nothing is moved)";
 
 int fail(const surge::Status& st) {
   std::fprintf(stderr, "surgectl: %s\n", st.ToString().c_str());
   return 1;
+}
+
+unsigned long long ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
+
+std::string target_json(const pb::TargetInfo& t) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"id\":%u,\"address\":\"%s\",\"state\":\"%s\",\"draining\":%s,\"capacity\":%llu,"
+                "\"free\":%llu}",
+                t.target_id(), json_escape(t.address()).c_str(), state_name(t.state()),
+                t.draining() ? "true" : "false", ull(t.capacity_bytes()), ull(t.free_bytes()));
+  return buf;
+}
+
+int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
+  auto m = admin.cluster_map();
+  if (!m.ok()) return fail(m.status());
+  int up = 0, down = 0, draining = 0;
+  for (const auto& t : m->targets()) {
+    up += t.state() != pb::TARGET_DOWN;  // alive: up or draining
+    down += t.state() == pb::TARGET_DOWN;
+    draining += t.draining();
+  }
+  if (json) {
+    std::printf(
+        "{\"mds\":\"%s\",\"fs_id\":%llu,\"map_version\":%llu,\"targets_up\":%d,"
+        "\"targets_down\":%d,\"targets_draining\":%d,\"targets\":[",
+        json_escape(admin.mds_address()).c_str(), ull(m->fs_id()), ull(m->version()), up, down,
+        draining);
+    for (int i = 0; i < m->targets_size(); ++i) {
+      std::printf("%s%s", i ? "," : "", target_json(m->targets(i)).c_str());
+    }
+    std::printf("]}\n");
+    return 0;
+  }
+  if (summary) {
+    std::printf(
+        "mds %s  fs_id %llu  map version %llu  targets %d up of %d (%d down, %d draining)\n",
+        admin.mds_address().c_str(), ull(m->fs_id()), ull(m->version()), up, m->targets_size(),
+        down, draining);
+  }
+  std::printf("%-6s %-28s %-9s %-8s %14s %14s\n", "id", "address", "state", "drain", "capacity",
+              "free");
+  for (const auto& t : m->targets()) {
+    std::printf("%-6u %-28s %-9s %-8s %14llu %14llu\n", t.target_id(), t.address().c_str(),
+                state_name(t.state()), t.draining() ? "yes" : "no", ull(t.capacity_bytes()),
+                ull(t.free_bytes()));
+  }
+  return 0;
+}
+
+int set_drain(surge::tools::ClusterAdmin& admin, uint32_t id, bool draining, bool json) {
+  auto r = admin.set_draining(id, draining);
+  if (!r.ok()) return fail(r.status());
+  if (json) {
+    std::printf("{\"target\":%s,\"map_version\":%llu}\n", target_json(r->target()).c_str(),
+                ull(r->map_version()));
+  } else if (draining) {
+    std::printf("target %u (%s) is draining, map version %llu: %s\n", id,
+                r->target().address().c_str(), ull(r->map_version()), kDrainNote);
+  } else {
+    std::printf(
+        "target %u (%s) is no longer draining, map version %llu: new files may use it again\n", id,
+        r->target().address().c_str(), ull(r->map_version()));
+  }
+  return 0;
+}
+
+int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t target,
+          int slice_timeout_s, bool json) {
+  auto m = admin.cluster_map();
+  if (!m.ok()) return fail(m.status());
+  std::vector<pb::TargetInfo> chosen;
+  std::vector<surge::tools::TargetScrubResult> results;
+  if (target >= 0) {
+    std::string known;
+    for (const auto& t : m->targets()) {
+      if (t.target_id() == static_cast<uint64_t>(target)) chosen.push_back(t);
+      known += (known.empty() ? "" : ", ") + std::to_string(t.target_id());
+    }
+    if (chosen.empty()) {
+      return fail(surge::Status::NotFound(
+          "scrub: target " + std::to_string(target) + " is not in the cluster map of " +
+          admin.mds_address() + " (known targets: " + (known.empty() ? "none" : known) + ")"));
+    }
+  } else {
+    for (const auto& t : m->targets()) {
+      if (t.state() != pb::TARGET_DOWN) {
+        chosen.push_back(t);
+      } else {
+        // Not asked: counted as not scrubbed, so the exit status says the
+        // pass was incomplete.
+        surge::tools::TargetScrubResult r;
+        r.target_id = t.target_id();
+        r.address = t.address();
+        r.state = state_name(t.state());
+        r.error = "target " + std::to_string(t.target_id()) + " at " + t.address() +
+                  " is down: not scrubbed";
+        results.push_back(std::move(r));
+      }
+    }
+  }
+  // Every target scrubs its own disks: ask them all at once.
+  std::vector<std::future<surge::tools::TargetScrubResult>> running;
+  for (const auto& t : chosen) {
+    running.push_back(std::async(std::launch::async, [t, &key, slice_timeout_s] {
+      return surge::tools::scrub_target(t, key, std::chrono::seconds(slice_timeout_s));
+    }));
+  }
+  for (auto& f : running) results.push_back(f.get());
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.target_id < b.target_id; });
+
+  uint64_t bad = 0, objects = 0, bytes = 0;
+  int unscrubbed = 0;
+  for (const auto& r : results) {
+    bad += r.bad_blocks.size();
+    objects += r.objects_checked;
+    bytes += r.bytes_checked;
+    unscrubbed += !r.scrubbed;
+  }
+  if (json) {
+    std::printf("{\"targets\":[");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      std::printf(
+          "%s{\"id\":%u,\"address\":\"%s\",\"state\":\"%s\",\"scrubbed\":%s,\"error\":\"%s\","
+          "\"objects_checked\":%llu,\"bytes_checked\":%llu,\"corrupt\":[",
+          i ? "," : "", r.target_id, json_escape(r.address).c_str(), r.state.c_str(),
+          r.scrubbed ? "true" : "false", json_escape(r.error).c_str(), ull(r.objects_checked),
+          ull(r.bytes_checked));
+      for (size_t j = 0; j < r.bad_blocks.size(); ++j) {
+        std::printf("%s{\"object_id\":%llu,\"offset\":%llu}", j ? "," : "",
+                    ull(r.bad_blocks[j].object_id), ull(r.bad_blocks[j].offset));
+      }
+      std::printf("]}");
+    }
+    std::printf(
+        "],\"objects_checked\":%llu,\"bytes_checked\":%llu,\"corrupt_blocks\":%llu,"
+        "\"unscrubbed_targets\":%d}\n",
+        ull(objects), ull(bytes), ull(bad), unscrubbed);
+  } else {
+    for (const auto& r : results) {
+      if (!r.scrubbed) {
+        std::printf("target %u %s (%s): NOT SCRUBBED: %s\n", r.target_id, r.address.c_str(),
+                    r.state.c_str(), r.error.c_str());
+        continue;
+      }
+      std::printf("target %u %s (%s): %llu objects, %llu bytes checked, %zu corrupt blocks\n",
+                  r.target_id, r.address.c_str(), r.state.c_str(), ull(r.objects_checked),
+                  ull(r.bytes_checked), r.bad_blocks.size());
+      for (const auto& b : r.bad_blocks) {
+        std::printf("  corrupt: object %llu (inode %llu) block at offset %llu\n", ull(b.object_id),
+                    ull(b.object_id), ull(b.offset));
+      }
+    }
+    std::printf(
+        "scrub: %zu targets, %llu objects, %llu bytes checked, %llu corrupt blocks, %d not "
+        "scrubbed\n",
+        results.size(), ull(objects), ull(bytes), ull(bad), unscrubbed);
+  }
+  if (bad > 0) return 3;
+  return unscrubbed > 0 ? 2 : 0;
 }
 
 }  // namespace
@@ -48,6 +223,30 @@ int main(int argc, char** argv) {
   setstripe->add_option("-c,--count", count, "stripe count (0: inherit)");
   auto* getstripe = app.add_subcommand("getstripe", "layout of a file or directory");
   getstripe->add_option("path", path)->required();
+  uint32_t drain_id = 0;
+  bool drain_off = false;
+  auto* drain = app.add_subcommand(
+      "drain",
+      std::string("mark a data server draining: new files get no stripes on it. ") + kDrainNote);
+  drain->add_option("target_id", drain_id, "target id (surgectl targets)")->required();
+  drain->add_flag("--off", drain_off, "clear the mark (as undrain)");
+  auto* undrain = app.add_subcommand(
+      "undrain", "clear a data server's draining mark: new files may use it again");
+  undrain->add_option("target_id", drain_id, "target id (surgectl targets)")->required();
+  int64_t scrub_target = -1;
+  int slice_timeout_s = 600;
+  auto* scrub_cmd = app.add_subcommand("scrub",
+                                       "verify the CRC32C of every stored block on every up data "
+                                       "server (or one); reports corrupt blocks "
+                                       "(object id = inode, offset), repairs nothing. Exit 3: "
+                                       "corruption found; 2: a target could not be "
+                                       "scrubbed; 1: could not start");
+  scrub_cmd->add_option("--target", scrub_target,
+                        "only this target id (tried even when marked down)");
+  scrub_cmd
+      ->add_option("--slice-timeout", slice_timeout_s,
+                   "seconds one slice of 4096 directories may take")
+      ->check(CLI::PositiveNumber);
   std::string key_out;
   auto* keygen = app.add_subcommand("keygen", "write a new cluster key");
   keygen->add_option("file", key_out)->required();
@@ -61,6 +260,18 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (status->parsed() || targets->parsed() || drain->parsed() || undrain->parsed() ||
+      scrub_cmd->parsed()) {
+    auto key = surge::net::load_cluster_key(key_file);
+    if (!key.ok()) return fail(key.status());
+    auto admin = surge::tools::ClusterAdmin::Connect(mds, *key, std::chrono::milliseconds(5000));
+    if (!admin.ok()) return fail(admin.status());
+    if (status->parsed() || targets->parsed()) return print_map(*admin, json, status->parsed());
+    if (drain->parsed()) return set_drain(*admin, drain_id, !drain_off, json);
+    if (undrain->parsed()) return set_drain(*admin, drain_id, false, json);
+    return scrub(*admin, *key, scrub_target, slice_timeout_s, json);
+  }
+
   surge::ClientOptions o;
   o.mds_address = mds;
   o.cluster_key_file = key_file;
@@ -69,59 +280,19 @@ int main(int argc, char** argv) {
   if (!c.ok()) return fail(c.status());
   auto& cl = **c;
 
-  if (status->parsed() || targets->parsed()) {
-    auto cs = cl.cluster_status();
-    if (!cs.ok()) return fail(cs.status());
-    int up = 0;
-    for (const auto& t : cs->targets) up += t.state == "up";
-    if (json) {
-      std::printf("{\"mds\":\"%s\",\"fs_id\":%llu,\"map_version\":%llu,\"targets_up\":%d,"
-                  "\"targets\":[",
-                  json_escape(cs->mds_address).c_str(),
-                  static_cast<unsigned long long>(cs->fs_id),
-                  static_cast<unsigned long long>(cs->map_version), up);
-      for (size_t i = 0; i < cs->targets.size(); ++i) {
-        const auto& t = cs->targets[i];
-        std::printf("%s{\"id\":%u,\"address\":\"%s\",\"state\":\"%s\",\"capacity\":%llu,"
-                    "\"free\":%llu}",
-                    i ? "," : "", t.id, json_escape(t.address).c_str(), t.state.c_str(),
-                    static_cast<unsigned long long>(t.capacity_bytes),
-                    static_cast<unsigned long long>(t.free_bytes));
-      }
-      std::printf("]}\n");
-    } else {
-      if (status->parsed()) {
-        std::printf("mds %s  fs_id %llu  map version %llu  targets %d up of %zu\n",
-                    cs->mds_address.c_str(), static_cast<unsigned long long>(cs->fs_id),
-                    static_cast<unsigned long long>(cs->map_version), up, cs->targets.size());
-      }
-      std::printf("%-6s %-28s %-9s %14s %14s\n", "id", "address", "state", "capacity", "free");
-      for (const auto& t : cs->targets) {
-        std::printf("%-6u %-28s %-9s %14llu %14llu\n", t.id, t.address.c_str(), t.state.c_str(),
-                    static_cast<unsigned long long>(t.capacity_bytes),
-                    static_cast<unsigned long long>(t.free_bytes));
-      }
-    }
-    return 0;
-  }
   if (df->parsed()) {
     auto s = cl.statfs();
     if (!s.ok()) return fail(s.status());
     if (json) {
-      std::printf("{\"total_bytes\":%llu,\"free_bytes\":%llu,\"total_inodes\":%llu,"
-                  "\"free_inodes\":%llu}\n",
-                  static_cast<unsigned long long>(s->total_bytes),
-                  static_cast<unsigned long long>(s->free_bytes),
-                  static_cast<unsigned long long>(s->total_inodes),
-                  static_cast<unsigned long long>(s->free_inodes));
+      std::printf(
+          "{\"total_bytes\":%llu,\"free_bytes\":%llu,\"total_inodes\":%llu,"
+          "\"free_inodes\":%llu}\n",
+          ull(s->total_bytes), ull(s->free_bytes), ull(s->total_inodes), ull(s->free_inodes));
     } else {
       std::printf("%16s %16s %16s %12s %12s\n", "bytes", "used", "free", "inodes", "ifree");
-      std::printf("%16llu %16llu %16llu %12llu %12llu\n",
-                  static_cast<unsigned long long>(s->total_bytes),
-                  static_cast<unsigned long long>(s->total_bytes - s->free_bytes),
-                  static_cast<unsigned long long>(s->free_bytes),
-                  static_cast<unsigned long long>(s->total_inodes),
-                  static_cast<unsigned long long>(s->free_inodes));
+      std::printf("%16llu %16llu %16llu %12llu %12llu\n", ull(s->total_bytes),
+                  ull(s->total_bytes - s->free_bytes), ull(s->free_bytes), ull(s->total_inodes),
+                  ull(s->free_inodes));
     }
     return 0;
   }
@@ -145,8 +316,8 @@ int main(int argc, char** argv) {
       std::printf("{\"path\":\"%s\",\"stripe_size\":%u,\"stripe_count\":%u,\"targets\":[%s]}\n",
                   json_escape(path).c_str(), l->stripe_size, l->stripe_count, ts.c_str());
     } else {
-      std::printf("%s: stripe_size %u stripe_count %u targets [%s]\n", path.c_str(),
-                  l->stripe_size, l->stripe_count, ts.c_str());
+      std::printf("%s: stripe_size %u stripe_count %u targets [%s]\n", path.c_str(), l->stripe_size,
+                  l->stripe_count, ts.c_str());
     }
     return 0;
   }

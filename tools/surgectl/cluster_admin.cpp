@@ -1,0 +1,83 @@
+// ClusterAdmin: see cluster_admin.h.
+#include "tools/surgectl/cluster_admin.h"
+
+#include <cstdio>
+
+#include "net/proto/mds_methods.h"
+
+namespace surge::tools {
+
+namespace pb = proto::mds;
+
+Result<ClusterAdmin> ClusterAdmin::Connect(const std::string& mds_address,
+                                           const std::string& cluster_key,
+                                           std::chrono::milliseconds timeout) {
+  net::ChannelOptions o;
+  o.cluster_key = cluster_key;
+  o.connect_timeout = timeout;
+  o.call_timeout = timeout;
+  auto ch = net::RpcChannel::Connect(mds_address, o);
+  if (!ch.ok())
+    return Status(ch.status().code(),
+                  "connecting to the MDS at " + mds_address + ": " + ch.status().message());
+  ClusterAdmin a;
+  a.address_ = mds_address;
+  a.channel_ = *ch;
+  return a;
+}
+
+Result<pb::ClusterMap> ClusterAdmin::cluster_map() {
+  pb::GetClusterMapRequest req;
+  pb::GetClusterMapReply resp;
+  Status st = channel_->call<pb::MdsGetClusterMap>(req, &resp);
+  if (!st.ok())
+    return Status(st.code(), "cluster map from the MDS at " + address_ + ": " + st.message());
+  return resp.map();
+}
+
+Result<pb::SetTargetDrainReply> ClusterAdmin::set_draining(uint32_t target_id, bool draining) {
+  pb::SetTargetDrainRequest req;
+  req.set_target_id(target_id);
+  req.set_draining(draining);
+  pb::SetTargetDrainReply resp;
+  Status st = channel_->call<pb::MdsSetTargetDrain>(req, &resp);
+  if (!st.ok()) {
+    return Status(st.code(), std::string(draining ? "drain" : "undrain") + " target " +
+                                 std::to_string(target_id) + " at the MDS " + address_ + ": " +
+                                 st.message());
+  }
+  return resp;
+}
+
+const char* state_name(pb::TargetState s) {
+  switch (s) {
+    case pb::TARGET_UP:
+      return "up";
+    case pb::TARGET_DOWN:
+      return "down";
+    case pb::TARGET_DRAINING:
+      return "draining";
+    default:
+      return "unknown";
+  }
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o.push_back('\\');
+      o.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x",
+                    static_cast<unsigned>(static_cast<unsigned char>(c)));
+      o += buf;
+    } else {
+      o.push_back(c);
+    }
+  }
+  return o;
+}
+
+}  // namespace surge::tools
