@@ -670,12 +670,9 @@ void RdmaConnection::handle_send(const ibv_wc& wc) {
     if (w->signaled) --signaled_outstanding_;
     if (w->kind == Wr::Kind::kRead) --rd_outstanding_;
     if (w->slot >= 0) free_send_slots_.push_back(static_cast<uint32_t>(w->slot));
+    // An invalidated window is free to be bound again (with a new key).
     if (w->kind == Wr::Kind::kInvalidate && wc.status == IBV_WC_SUCCESS) {
-      // Not reused: Soft-RoCE (Linux 6.1) fails to bind a type 2 window a
-      // second time after a local invalidate; a fresh one per bind works.
-      ibv_dealloc_mw(w->mw);
-      all_mws_.erase(std::remove(all_mws_.begin(), all_mws_.end(), w->mw), all_mws_.end());
-      mw_rkeys_.erase(w->mw);
+      free_mws_.push_back(w->mw);
     }
     if (wc.status != IBV_WC_SUCCESS) {
       const char* what = w->kind == Wr::Kind::kRead         ? "RDMA READ"
@@ -850,6 +847,13 @@ void RdmaConnection::pump_locked() {
       loop_->post([self, why] { self->shutdown(why); });
       return false;
     }
+    if (w->kind == Wr::Kind::kBind) {
+      // The provider names the window by ibv_mw::rkey in the bind (librxe
+      // passes it as the window's identity and the kernel compares it with
+      // the window's current key): it must follow every bind, or the next
+      // bind of this window fails ("memory management operation error").
+      w->mw->rkey = w->rkey;
+    }
     ++sq_outstanding_;
     if (w->signaled) ++signaled_outstanding_;
     if (w->kind == Wr::Kind::kRead) ++rd_outstanding_;
@@ -909,13 +913,13 @@ Result<RdmaConnection::Window> RdmaConnection::bind_window(void* addr, uint64_t 
       return Status::FromErrno(errno, "rdma: ibv_alloc_mw (type 2) for " + peer_);
     }
     all_mws_.push_back(mw);
-    mw_rkeys_[mw] = mw->rkey;
   }
   // A fresh key each bind: an old rkey of this window never works again.
-  uint32_t rkey = ibv_inc_rkey(mw_rkeys_[mw]);
-  mw_rkeys_[mw] = rkey;
+  // (mw->rkey is the current key; it becomes `rkey` when the bind posts.)
+  uint32_t rkey = ibv_inc_rkey(mw->rkey);
   auto w = std::make_unique<Wr>();
   w->kind = Wr::Kind::kBind;
+  w->signaled = false;  // a failed bind still reports; success needs no action
   w->mw = mw;
   w->mr = mr;
   w->local = static_cast<std::byte*>(addr);
@@ -1079,13 +1083,14 @@ void RdmaConnection::maybe_destroy_locked() {
   state_ = State::kClosed;
   if (comp_ != nullptr) loop_->remove_fd(comp_->fd);
   loop_->remove_poller(this);
-  if (qp_ != nullptr) rdma_destroy_qp(id_);
-  qp_ = nullptr;
-  posted_.clear();
+  // Windows first: a bound type 2 window holds a reference on its QP, and
+  // destroying the QP under it makes rxe wait and warn (__rxe_cleanup).
   for (ibv_mw* mw : all_mws_) ibv_dealloc_mw(mw);
   all_mws_.clear();
   free_mws_.clear();
-  mw_rkeys_.clear();
+  if (qp_ != nullptr) rdma_destroy_qp(id_);
+  qp_ = nullptr;
+  posted_.clear();
   if (cq_ != nullptr && ibv_destroy_cq(cq_) != 0) {
     SLOG_ERROR("rdma: ibv_destroy_cq for {} failed", peer_);
   }

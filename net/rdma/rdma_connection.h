@@ -249,7 +249,6 @@ class RdmaConnection final : public CmEventTarget,
   bool windows_enabled_ = false;
   std::vector<ibv_mw*> all_mws_;
   std::vector<ibv_mw*> free_mws_;
-  std::unordered_map<ibv_mw*, uint32_t> mw_rkeys_;  // current rkey of each window
   std::deque<std::unique_ptr<Wr>> queue_;
   // Posted send-queue work requests by id (ids grow with posting order).
   // Only some are signaled (see pump_locked): a completion for id X also

@@ -592,6 +592,40 @@ TEST_F(RdmaRawTest, MemoryWindowKeyWorksOnlyUntilReleased) {
           .count());
 }
 
+// A window is reused after its local invalidate, each bind with a new key
+// (the provider must be told the window's current key: see bind in
+// rdma_connection.cpp); the new key works, as often as it is re-bound.
+TEST_F(RdmaRawTest, MemoryWindowIsReboundWithAFreshKey) {
+  setenv("SURGE_RDMA_MEMORY_WINDOWS", "1", 1);  // opt-in (net/rdma/README.md)
+  auto a = connect();
+  unsetenv("SURGE_RDMA_MEMORY_WINDOWS");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->windows_enabled());
+  auto sa = server_->wait_conn(0);
+  ASSERT_TRUE(sa);
+  auto client_buf = pool_->acquire(65536, 5000ms);
+  auto server_buf = pool_->acquire(65536, 5000ms);
+  ASSERT_TRUE(client_buf.ok() && server_buf.ok());
+  for (size_t i = 0; i < 65536; ++i) client_buf->data()[i] = std::byte(i * 7 + 1);
+  auto base = reinterpret_cast<uint64_t>(client_buf->data());
+  ibv_mw* first = nullptr;
+  std::vector<uint32_t> keys;
+  for (int round = 0; round < 5; ++round) {
+    uint64_t off = 4096 * static_cast<uint64_t>(round);
+    auto w = a->bind_window(client_buf->data() + off, 4096, /*remote_write=*/false);
+    ASSERT_TRUE(w.ok()) << "round " << round << ": " << w.status().ToString();
+    if (round == 0) first = w->mw;
+    EXPECT_EQ(w->mw, first) << "round " << round << ": the window was not reused";
+    for (uint32_t k : keys) EXPECT_NE(w->rkey, k) << "round " << round << ": a key came back";
+    keys.push_back(w->rkey);
+    Status in = sa->read({server_buf->data(), 4096}, base + off, w->rkey);
+    ASSERT_TRUE(in.ok()) << "round " << round << ": " << in.ToString();
+    EXPECT_EQ(std::memcmp(server_buf->data(), client_buf->data() + off, 4096), 0);
+    a->release_window(*w);
+    std::this_thread::sleep_for(200ms);  // the local invalidate completes
+  }
+}
+
 TEST_F(RdmaRawTest, TeardownWithOperationsInFlight) {
   auto c = connect();
   ASSERT_TRUE(c);
