@@ -14,10 +14,16 @@
 //       SURGE_NET_TRANSPORT / SURGE_NET_HOST variables the tests use)
 //   net_bench --net_address=tcp://HOST:PORT --net_key=KEY  # external
 //       net_test_server (the socket ceiling still runs locally)
+//
+// BM_RpcPushQD / BM_RpcPullQD (SIZE, DEPTH) keep DEPTH calls in flight on
+// the one channel, as the striped client does (one benchmark iteration =
+// one completed call): the figure to put next to perftest, whose own
+// queue depth is 128. They have no socket ceiling of their own.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +43,30 @@ namespace {
 
 namespace pt = surge::proto::test;
 
+// Context switches of the whole process (every thread) so far: thread
+// hand-offs per call, a cost figure that host load does not blur.
+int64_t context_switches() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+// Sets the "csw" counter: context switches per benchmark iteration.
+class SwitchCounter {
+ public:
+  explicit SwitchCounter(benchmark::State& state) : state_(state), start_(context_switches()) {}
+  ~SwitchCounter() {
+    if (state_.iterations() > 0) {
+      state_.counters["csw"] = static_cast<double>(context_switches() - start_) /
+                               static_cast<double>(state_.iterations());
+    }
+  }
+
+ private:
+  benchmark::State& state_;
+  int64_t start_;
+};
+
 std::string g_address;  // external server, or empty for in-process
 std::string g_key = kTestKey;
 std::unique_ptr<RpcServer> g_server;
@@ -50,7 +80,7 @@ RpcChannel& channel() {
       o.listen = listen_address();
       o.cluster_key = g_key;
       o.io_threads = 2;
-      o.worker_threads = 4;
+      o.worker_threads = 8;  // surge-ods's default
       auto server = RpcServer::Create(o);
       if (!server.ok()) {
         std::cerr << "server: " << server.status().ToString() << "\n";
@@ -78,14 +108,16 @@ RpcChannel& channel() {
 
 // Client buffers from a registered pool, as a real client's would be.
 std::unique_ptr<BufferPool> g_client_pool;
-PoolBuffer client_buffer() {
+PoolBuffer client_buffer(size_t size = 1 << 20) {
   if (!g_client_pool) {
     BufferPoolOptions o;
     o.name = "bench-client";
-    o.classes = {{1 << 20, 4}};
+    // 1 MiB buffers for one call at a time, and enough of each size for
+    // the deepest queue the QD benchmarks keep.
+    o.classes = {{64 << 10, 64}, {1 << 20, 20}};
     g_client_pool = std::move(BufferPool::Create(o).value());
   }
-  PoolBuffer b = g_client_pool->try_acquire(1 << 20).value();
+  PoolBuffer b = g_client_pool->try_acquire(size).value();
   std::memset(b.data(), 0x5a, b.capacity());
   return b;
 }
@@ -93,6 +125,8 @@ PoolBuffer client_buffer() {
 void BM_RpcPush(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   PoolBuffer buf = client_buffer();
+  channel();  // connected before counting
+  SwitchCounter csw(state);
   BulkRegion r{buf.data(), n, BulkAccess::kServerPush};
   pt::BulkRequest req;
   req.set_skip_checksum(true);
@@ -107,6 +141,8 @@ void BM_RpcPush(benchmark::State& state) {
 void BM_RpcPull(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   PoolBuffer buf = client_buffer();
+  channel();  // connected before counting
+  SwitchCounter csw(state);
   BulkRegion r{buf.data(), n, BulkAccess::kServerPull};
   pt::BulkRequest req;
   req.set_skip_checksum(true);
@@ -118,7 +154,50 @@ void BM_RpcPull(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
 }
 
+// DEPTH calls of SIZE bytes in flight on one channel: each iteration waits
+// for the oldest and issues the next in its place, so the queue stays full.
+template <typename M>
+void run_queue_depth(benchmark::State& state, BulkAccess access) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const size_t depth = static_cast<size_t>(state.range(1));
+  std::vector<PoolBuffer> bufs;
+  std::vector<BulkRegion> regions;
+  for (size_t i = 0; i < depth; ++i) {
+    bufs.push_back(client_buffer(n));
+    regions.push_back({bufs.back().data(), n, access});
+  }
+  pt::BulkRequest req;
+  req.set_skip_checksum(true);
+  pt::BulkReply resp;
+  RpcChannel& ch = channel();
+  SwitchCounter csw(state);
+  std::vector<PendingCall> calls(depth);
+  for (size_t i = 0; i < depth; ++i) calls[i] = call_async<M>(ch, req, {&regions[i], 1});
+  size_t next = 0;
+  for (auto _ : state) {
+    Status st = finish_call<M>(calls[next], &resp);
+    if (!st.ok()) {
+      state.SkipWithError(st.ToString().c_str());
+      break;
+    }
+    calls[next] = call_async<M>(ch, req, {&regions[next], 1});
+    next = (next + 1) % depth;
+  }
+  for (auto& c : calls) (void)c.wait();  // drain before the buffers go
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
+  state.counters["depth"] = static_cast<double>(depth);
+}
+
+void BM_RpcPushQD(benchmark::State& state) {
+  run_queue_depth<pt::TestBulkSource>(state, BulkAccess::kServerPush);
+}
+void BM_RpcPullQD(benchmark::State& state) {
+  run_queue_depth<pt::TestBulkSink>(state, BulkAccess::kServerPull);
+}
+
 void BM_RpcRoundTrip(benchmark::State& state) {
+  channel();  // connected before counting
+  SwitchCounter csw(state);
   pt::EchoRequest req;
   req.set_payload(std::string(16, 'p'));
   pt::EchoReply resp;
@@ -130,6 +209,8 @@ void BM_RpcRoundTrip(benchmark::State& state) {
 }
 
 void BM_RpcRoundTripWorker(benchmark::State& state) {
+  channel();  // connected before counting
+  SwitchCounter csw(state);
   pt::EchoRequest req;
   req.set_payload(std::string(16, 'p'));
   pt::EchoReply resp;
@@ -252,6 +333,16 @@ void register_benchmarks() {
     benchmark::RegisterBenchmark("BM_RpcPull", BM_RpcPull)->Arg(size)->UseRealTime();
     benchmark::RegisterBenchmark("BM_SocketPull", BM_SocketPull)->Arg(size)->UseRealTime();
   }
+  for (int64_t size : {int64_t{64} << 10, int64_t{1} << 20}) {
+    for (int64_t depth : {4, 16}) {
+      benchmark::RegisterBenchmark("BM_RpcPushQD", BM_RpcPushQD)
+          ->Args({size, depth})
+          ->UseRealTime();
+      benchmark::RegisterBenchmark("BM_RpcPullQD", BM_RpcPullQD)
+          ->Args({size, depth})
+          ->UseRealTime();
+    }
+  }
   benchmark::RegisterBenchmark("BM_RpcRoundTrip", BM_RpcRoundTrip)->UseRealTime();
   benchmark::RegisterBenchmark("BM_SocketRoundTrip", BM_SocketRoundTrip)->UseRealTime();
   benchmark::RegisterBenchmark("BM_RpcRoundTripWorker", BM_RpcRoundTripWorker)->UseRealTime();
@@ -339,12 +430,11 @@ int main(int argc, char** argv) {
     if (a == reporter.rates.end() || b == reporter.rates.end() || b->second <= 0) continue;
     bool bytes = p.rpc.find("Round") == std::string::npos;
     double scale = bytes ? 1.0 / (1 << 20) : 1.0;
-    std::printf("%-30s %-26s %10.0f%s %10.0f%s %7.2f %s\n", p.label,
-                p.rpc.substr(0, p.rpc.find("/real_time")).c_str(), a->second * scale,
-                bytes ? "M/s" : "/s", b->second * scale, bytes ? "M/s" : "/s",
-                a->second / b->second,
-                p.target > 0 ? (a->second / b->second >= p.target ? ">= target" : "BELOW target")
-                             : "");
+    std::printf(
+        "%-30s %-26s %10.0f%s %10.0f%s %7.2f %s\n", p.label,
+        p.rpc.substr(0, p.rpc.find("/real_time")).c_str(), a->second * scale, bytes ? "M/s" : "/s",
+        b->second * scale, bytes ? "M/s" : "/s", a->second / b->second,
+        p.target > 0 ? (a->second / b->second >= p.target ? ">= target" : "BELOW target") : "");
   }
   g_channel.reset();
   if (g_server) g_server->stop();
