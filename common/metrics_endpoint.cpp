@@ -15,7 +15,8 @@ namespace surge {
 
 Status MetricsEndpoint::start(const std::string& listen) {
   auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return Status::InvalidArgument("metrics listen '" + listen + "': want HOST:PORT");
+  if (colon == std::string::npos)
+    return Status::InvalidArgument("metrics listen '" + listen + "': want HOST:PORT");
   std::string host = listen.substr(0, colon);
   int port = std::atoi(listen.c_str() + colon + 1);
   sockaddr_in a{};
@@ -28,7 +29,8 @@ Status MetricsEndpoint::start(const std::string& listen) {
   if (listen_fd_ < 0) return Status::FromErrno(errno, "metrics socket");
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 8) != 0) {
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::listen(listen_fd_, 8) != 0) {
     Status st = Status::FromErrno(errno, "metrics listen on " + listen);
     ::close(listen_fd_);
     listen_fd_ = -1;
@@ -75,9 +77,10 @@ void MetricsEndpoint::serve(int fd) {
     status = "200 OK";
     body = render_();
   }
-  std::string resp = "HTTP/1.1 " + status +
-                     "\r\nContent-Type: text/plain; version=0.0.4\r\nConnection: close\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string resp =
+      "HTTP/1.1 " + status +
+      "\r\nContent-Type: text/plain; version=0.0.4\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   for (size_t off = 0; off < resp.size();) {
     ssize_t n = ::send(fd, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);
     if (n <= 0) return;

@@ -155,7 +155,8 @@ std::unique_ptr<RegisteredBuffer> take_receive_buffer(const void* data, size_t l
   if (w == nullptr || !w->pooled || w->current != w->pooled->data()) return nullptr;
   const auto* p = static_cast<const std::byte*>(data);
   const std::byte* base = w->pooled->data();
-  if (p < base || len > w->pooled->size() || static_cast<size_t>(p - base) > w->pooled->size() - len) {
+  if (p < base || len > w->pooled->size() ||
+      static_cast<size_t>(p - base) > w->pooled->size() - len) {
     return nullptr;
   }
   return std::move(w->pooled);

@@ -48,7 +48,9 @@ TEST_F(Fsx, RandomOperationsMatchAShadowFile) {
   for (int op = 0; op < kOps; ++op) {
     const uint64_t size = shadow.size();
     switch (pick(10)) {
-      case 0: case 1: case 2: {  // write, often past the end
+      case 0:
+      case 1:
+      case 2: {  // write, often past the end
         uint64_t off = pick(std::min<uint64_t>(kMaxSize, size + (1 << 20)));
         uint64_t len = 1 + pick(std::min<uint64_t>(kMaxSize - off, 1536 * 1024));
         std::string d = random_bytes(len, rng());
@@ -58,7 +60,9 @@ TEST_F(Fsx, RandomOperationsMatchAShadowFile) {
         shadow.replace(off, len, d);
         break;
       }
-      case 3: case 4: case 5: {  // read, sometimes across the end
+      case 3:
+      case 4:
+      case 5: {  // read, sometimes across the end
         uint64_t off = pick(size + 4096);
         uint64_t len = 1 + pick(1 << 20);
         buf.assign(len, 'Z');
