@@ -353,7 +353,9 @@ void TcpRequestBulk::finish() {
 class TcpServerTransport final : public ServerTransport {
  public:
   TcpServerTransport(const ServerTransportOptions& options, RequestSink* sink)
-      : options_(options), sink_(sink), io_(options.io_threads, "surge-srv"),
+      : options_(options),
+        sink_(sink),
+        io_(options.io_threads, "surge-srv"),
         acceptor_(io_.next()) {
     for (size_t i = 0; i < io_.size(); ++i) {
       in_service_.push_back(std::make_shared<std::atomic<int>>(0));
