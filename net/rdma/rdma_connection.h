@@ -27,7 +27,13 @@
 // Bulk. read()/write() split a transfer into work requests within the
 // device's max message size and keep at most max_rd_atomic READs in flight
 // on the QP; they block the calling thread (a handler's worker) until every
-// piece completed and return the first error.
+// piece completed and return the first error. write_staged() queues a
+// WRITE from a pool buffer the connection keeps and returns at once.
+//
+// Completions. Not every send-queue work request is signaled (messages
+// now and then, staged WRITEs and binds never): the RC send queue
+// completes in order, so one completion retires every unsignaled request
+// before it. Fewer completions, fewer loop wake-ups per RPC.
 //
 // Errors and teardown. Every error completion and every rdma_cm failure
 // event closes the connection with a Status: the operations whose work

@@ -108,7 +108,8 @@ def surge(r):
     try:
         for b in json.load(open("%s/net_bench-%d.json" % (out, r)))["benchmarks"]:
             if b.get("run_type", "iteration") == "iteration" and "error_message" not in b:
-                runs[b.get("run_name", b["name"])] = b["bytes_per_second"] / 1048576.0
+                runs[b.get("run_name", b["name"])] = (b["bytes_per_second"] / 1048576.0,
+                                                      b.get("csw", 0.0))
     except (OSError, ValueError, KeyError):
         pass
     return runs
@@ -122,23 +123,25 @@ for op, bench, tool in (("push", "BM_RpcPush", "ib_write_bw"), ("pull", "BM_RpcP
 
 print("\nSurge over rdma://10.99.0.1 vs perftest, %d interleaved rounds "
       "(median ratio, [min..max]; MiB/s medians)" % rounds)
-print("%-5s %8s %-12s %-11s %10s %10s %7s  %-15s  %s" %
-      ("op", "size", "vs", "surge", "surge", "perftest", "ratio", "range", "perftest depth"))
+print("(csw: context switches per Surge call, all threads of client and server)")
+print("%-5s %8s %-12s %-11s %10s %10s %7s  %-12s %5s  %s" %
+      ("op", "size", "vs", "surge", "surge", "perftest", "ratio", "range", "csw", "perftest depth"))
 bad = False
 depths = {}
 for op, size, tool, label, name in rows:
-    ratios, s_all, p_all = [], [], []
+    ratios, s_all, p_all, csw = [], [], [], []
     for r in range(1, rounds + 1):
         p, d = perf(tool, size, r)
-        s = surge(r).get(name)
+        s, c = surge(r).get(name, (None, None))
         if d:
             depths[(tool, size)] = d
         if p and s:
-            ratios.append(s / p); s_all.append(s); p_all.append(p)
+            ratios.append(s / p); s_all.append(s); p_all.append(p); csw.append(c)
     if not ratios:
         print("%-5s %8d %-12s %-11s  missing" % (op, size, tool, label)); bad = True; continue
-    print("%-5s %8d %-12s %-11s %10.1f %10.1f %7.2f  [%.2f..%.2f]  %s" %
+    print("%-5s %8d %-12s %-11s %10.1f %10.1f %7.2f  [%.2f..%.2f] %5.1f  %s" %
           (op, size, tool, label, statistics.median(s_all), statistics.median(p_all),
-           statistics.median(ratios), min(ratios), max(ratios), depths.get((tool, size), "?")))
+           statistics.median(ratios), min(ratios), max(ratios), statistics.median(csw),
+           depths.get((tool, size), "?")))
 sys.exit(1 if bad else 0)
 EOF

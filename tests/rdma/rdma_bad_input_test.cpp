@@ -533,7 +533,7 @@ TEST_F(RdmaBadInputTest, HelloWithAbsurdReceiveBuffersIsRejected) {
 
 TEST_F(RdmaBadInputTest, RequestInsteadOfAProofIsRefusedAndClosed) {
   auto c = raw(false);
-  ASSERT_TRUE(c->send_frame(request()).ok());
+  (void)c->send_frame(request());  // may fail: the close can beat the ACK
   auto f = c->read_frame(kCloseWait);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->h.type, FrameType::kGoAway);
@@ -561,7 +561,7 @@ TEST_F(RdmaBadInputTest, SilentPeerIsDisconnectedAfterTheHandshakeTimeout) {
 TEST_F(RdmaBadInputTest, MessageWithBadMagicClosesTheConnection) {
   auto c = raw();
   std::string m(kMsgHeaderSize + 8, 'x');
-  ASSERT_TRUE(c->send_raw(m).ok());
+  (void)c->send_raw(m);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "malformed message header"));
 }
@@ -573,21 +573,21 @@ TEST_F(RdmaBadInputTest, MessageShorterThanItsHeaderSaysClosesTheConnection) {
   put_u32(p, kMsgMagic);
   p[4] = std::byte{kTypeData};
   put_u32(p + 12, 5000);  // 10 bytes follow
-  ASSERT_TRUE(c->send_raw(m).ok());
+  (void)c->send_raw(m);   // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "malformed message header"));
 }
 
 TEST_F(RdmaBadInputTest, TinyMessageClosesTheConnection) {
   auto c = raw();
-  ASSERT_TRUE(c->send_raw("SRDM").ok());
+  (void)c->send_raw("SRDM");  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "malformed message header"));
 }
 
 TEST_F(RdmaBadInputTest, UnknownMessageTypeClosesTheConnection) {
   auto c = raw();
-  ASSERT_TRUE(c->send_msg("hello", 7).ok());
+  (void)c->send_msg("hello", 7);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "unknown message type"));
 }
@@ -598,7 +598,7 @@ TEST_F(RdmaBadInputTest, FrameWithBadMagic) {
   auto c = raw();
   std::string f = frame_bytes(request());
   f[0] = 'Z';
-  ASSERT_TRUE(c->send_msg(f).ok());
+  (void)c->send_msg(f);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "magic"));
 }
@@ -607,14 +607,14 @@ TEST_F(RdmaBadInputTest, FrameWithWrongVersion) {
   auto c = raw();
   FrameHeader h = request();
   h.version = kProtocolVersion + 1;
-  ASSERT_TRUE(c->send_frame(h).ok());
+  (void)c->send_frame(h);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "version"));
 }
 
 TEST_F(RdmaBadInputTest, TruncatedFrameHeader) {
   auto c = raw();
-  ASSERT_TRUE(c->send_msg(frame_bytes(request()).substr(0, 20)).ok());
+  (void)c->send_msg(frame_bytes(request()).substr(0, 20));  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "truncated"));
 }
@@ -623,7 +623,7 @@ TEST_F(RdmaBadInputTest, FrameLengthDisagreesWithItsHeader) {
   auto c = raw();
   FrameHeader h = request();
   h.body_length = 100;
-  ASSERT_TRUE(c->send_frame(h, std::string(10, 'b')).ok());
+  (void)c->send_frame(h, std::string(10, 'b'));  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "does not match its header"));
 }
@@ -632,7 +632,7 @@ TEST_F(RdmaBadInputTest, TooManyDescriptors) {
   auto c = raw();
   std::string f = frame_bytes(request());
   put_u16(reinterpret_cast<std::byte*>(f.data()) + 14, kMaxDescriptors + 1);
-  ASSERT_TRUE(c->send_msg(f).ok());
+  (void)c->send_msg(f);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "descriptor count"));
 }
@@ -643,7 +643,7 @@ TEST_F(RdmaBadInputTest, DescriptorRegionOverTheLimit) {
   h.descriptor_count = 1;
   std::byte d[kBulkDescriptorSize];
   encode_descriptor({0, kMaxRegionLength + 1, 0, BulkAccess::kServerPull}, d);
-  ASSERT_TRUE(c->send_frame(h, {}, d).ok());
+  (void)c->send_frame(h, {}, d);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "region length"));
 }
@@ -652,7 +652,7 @@ TEST_F(RdmaBadInputTest, ResponseFrameFromAClient) {
   auto c = raw();
   FrameHeader h = request();
   h.type = FrameType::kResponse;
-  ASSERT_TRUE(c->send_frame(h).ok());
+  (void)c->send_frame(h);  // may fail: the close can beat the ACK
   EXPECT_TRUE(c->wait_closed(kCloseWait));
   EXPECT_TRUE(logged(c->peer(), "unexpected response frame"));
 }
