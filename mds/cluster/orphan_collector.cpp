@@ -20,7 +20,11 @@ OrphanCollector::~OrphanCollector() {
 
 Result<CollectStats> OrphanCollector::collect_once() {
   CollectStats st;
-  SURGE_ASSIGN_OR_RETURN(auto orphans, ns_->list_orphans(opts_.batch));
+  // Resume after the last orphan looked at, so orphans that must wait (a
+  // target down for good, a file still open) never keep the ones behind
+  // them from being collected; past the end, start over.
+  SURGE_ASSIGN_OR_RETURN(auto orphans, ns_->list_orphans_after(cursor_, opts_.batch));
+  cursor_ = orphans.size() < opts_.batch ? 0 : orphans.back();
   for (uint64_t ino : orphans) {
     if (sessions_->is_open(ino)) {
       ++st.still_open;

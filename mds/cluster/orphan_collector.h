@@ -4,7 +4,9 @@
 // layout (OdsRemove is idempotent, so a retry after a crash or a failed
 // target is safe), then the inode, its xattrs and the orphan entry go in
 // one batch. An orphan whose targets are down or failing stays listed and
-// is retried on the next pass: objects never leak, they wait.
+// is retried on a later pass: objects never leak, they wait. Each pass
+// looks at up to `batch` orphans after where the last one stopped, so those
+// that wait never hold up the rest.
 //
 // The background thread also runs the periodic housekeeping that needs a
 // clock: expiring silent sessions and marking silent targets down.
@@ -43,7 +45,7 @@ class OrphanCollector {
                   OrphanCollectorOptions options);
   ~OrphanCollector();
 
-  // One pass over the orphan list (tests call this directly).
+  // One pass over the next batch of the orphan list (tests call this directly).
   Result<CollectStats> collect_once();
 
   void start();
@@ -58,6 +60,7 @@ class OrphanCollector {
   ObjectTargets* objects_;
   OrphanCollectorOptions opts_;
   std::chrono::steady_clock::time_point started_;
+  uint64_t cursor_ = 0;  // list orphans after this inode next (0: from the start)
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

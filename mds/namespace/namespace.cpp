@@ -658,8 +658,14 @@ Status Namespace::close(const pb::CloseRequest& req) {
 }
 
 Result<std::vector<uint64_t>> Namespace::list_orphans(size_t max) {
+  return list_orphans_after(0, max);
+}
+
+Result<std::vector<uint64_t>> Namespace::list_orphans_after(uint64_t after, size_t max) {
   std::vector<uint64_t> out;
-  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kSystem, keys::kOrphanPrefix, keys::kOrphanEnd,
+  if (after == UINT64_MAX) return out;
+  const std::string from = after == 0 ? std::string(keys::kOrphanPrefix) : keys::orphan(after + 1);
+  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kSystem, from, keys::kOrphanEnd,
                                   [&](std::string_view k, std::string_view) {
                                     if (k.size() == keys::kOrphanPrefix.size() + 8) {
                                       out.push_back(keys::get_be64(k.substr(2)));

@@ -84,6 +84,8 @@ class Namespace {
 
   // Orphan collection (see OrphanCollector).
   Result<std::vector<uint64_t>> list_orphans(size_t max);
+  // Orphans with inode numbers above `after`, in order (a collector's cursor).
+  Result<std::vector<uint64_t>> list_orphans_after(uint64_t after, size_t max);
   // The orphan's record into *out; false when it is already gone.
   Result<bool> orphan_record(uint64_t ino, records::InodeRecord* out);
   // Deletes the inode, its xattrs and its orphan entry, unless it is open

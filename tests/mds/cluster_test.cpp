@@ -165,6 +165,31 @@ TEST_F(OrphanTest, DownTargetDefersCollection) {
   EXPECT_EQ(collector()->collect_once()->deferred, 1u);
 }
 
+TEST_F(OrphanTest, WaitingOrphansDoNotHoldUpTheOnesBehindThem) {
+  // More than a batch of orphans that must wait (still open), then one that
+  // can go: the next passes must reach it.
+  OrphanCollectorOptions o;
+  o.batch = 4;
+  auto c = std::make_unique<OrphanCollector>(ns_.get(), map_.get(), sessions_.get(), &objects_, o);
+  const uint64_t s = sessions_->open_session("host:1");
+  std::vector<pb::Attr> held;
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "held" + std::to_string(i);
+    auto f = create(kRoot, name, 0644, root_cred(), true, s, O_RDWR);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE(unlink(kRoot, name).ok());
+    held.push_back(*f);
+  }
+  auto last = create(kRoot, "last");
+  ASSERT_TRUE(last.ok());
+  ASSERT_TRUE(unlink(kRoot, "last").ok());
+  uint64_t collected = 0;
+  for (int pass = 0; pass < 3; ++pass) collected += c->collect_once()->collected;
+  EXPECT_EQ(collected, 1u);
+  EXPECT_EQ(code_of(getattr(last->ino())), Code::kNotFound);
+  for (const auto& f : held) EXPECT_TRUE(getattr(f.ino()).ok());
+}
+
 TEST_F(OrphanTest, OrphanListSurvivesRestart) {
   auto f = create(kRoot, "f");
   ASSERT_TRUE(unlink(kRoot, "f").ok());
