@@ -2,48 +2,18 @@
 // Prometheus page over HTTP; request counters, the latency histogram, the
 // WAL sync counter and the gauges move with real requests; other paths are
 // 404. One daemon process on 127.0.0.1, real RocksDB.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "tests/common/loopback.h"
 #include "tests/mds/mds_daemon_fixture.h"
 
 namespace surge::mds::testing {
 namespace {
 
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-std::string http_get(uint16_t port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return "";
-  }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n", out;
-  (void)!::write(fd, req.data(), req.size());
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
+using surge::test::free_port;
+using surge::test::http_get;
 
 // The value of one sample line ("name{labels} value"); -1 when absent.
 double sample(const std::string& page, const std::string& series) {

@@ -3,15 +3,13 @@
 // reads of many sizes and offsets, concurrent clients on one object and on
 // many, every other method, and bad requests that must get error replies
 // while the server keeps serving.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <fstream>
 #include <thread>
 
+#include "tests/common/loopback.h"
 #include "tests/ods/ods_fixture.h"
 
 namespace surge::ods::testing {
@@ -305,37 +303,8 @@ TEST_F(OdsServiceTest, FlippedByteOnDiskIsACorruptionReplyOtherBlocksRead) {
   EXPECT_EQ(client_->channel().call<pb::OdsScrub>(q, &a).code(), Code::kInvalidArgument);
 }
 
-// A free loopback port (bound and released: the daemon takes it next).
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t al = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &al);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-std::string http_get(uint16_t port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return "";
-  }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n", out;
-  (void)!::write(fd, req.data(), req.size());
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
+using surge::test::free_port;
+using surge::test::http_get;
 
 TEST(OdsMetrics, PrometheusEndpointCountsRequestsBytesAndErrors) {
   TempDir dir;
