@@ -122,36 +122,31 @@ PoolBuffer client_buffer(size_t size = 1 << 20) {
   return b;
 }
 
-void BM_RpcPush(benchmark::State& state) {
+// One call of SIZE bytes at a time: the server pushes into (TestBulkSource)
+// or pulls from (TestBulkSink) one client buffer.
+template <typename M>
+void run_one_at_a_time(benchmark::State& state, BulkAccess access) {
   const size_t n = static_cast<size_t>(state.range(0));
   PoolBuffer buf = client_buffer();
   channel();  // connected before counting
   SwitchCounter csw(state);
-  BulkRegion r{buf.data(), n, BulkAccess::kServerPush};
+  BulkRegion r{buf.data(), n, access};
   pt::BulkRequest req;
   req.set_skip_checksum(true);
   pt::BulkReply resp;
   for (auto _ : state) {
-    Status st = channel().call<pt::TestBulkSource>(req, &resp, {&r, 1});
+    Status st = channel().call<M>(req, &resp, {&r, 1});
     if (!st.ok()) state.SkipWithError(st.ToString().c_str());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
 }
 
+void BM_RpcPush(benchmark::State& state) {
+  run_one_at_a_time<pt::TestBulkSource>(state, BulkAccess::kServerPush);
+}
+
 void BM_RpcPull(benchmark::State& state) {
-  const size_t n = static_cast<size_t>(state.range(0));
-  PoolBuffer buf = client_buffer();
-  channel();  // connected before counting
-  SwitchCounter csw(state);
-  BulkRegion r{buf.data(), n, BulkAccess::kServerPull};
-  pt::BulkRequest req;
-  req.set_skip_checksum(true);
-  pt::BulkReply resp;
-  for (auto _ : state) {
-    Status st = channel().call<pt::TestBulkSink>(req, &resp, {&r, 1});
-    if (!st.ok()) state.SkipWithError(st.ToString().c_str());
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
+  run_one_at_a_time<pt::TestBulkSink>(state, BulkAccess::kServerPull);
 }
 
 // DEPTH calls of SIZE bytes in flight on one channel: each iteration waits
