@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include <atomic>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "net/auth.h"
 #include "net/frame.h"
 #include "net/proto/test_methods.h"
+#include "tests/net/hostile_peer_test.h"
 #include "tests/net/net_test_util.h"
 
 namespace surge::net::testing {
@@ -157,55 +157,9 @@ class RawConn {
   std::string peer_;
 };
 
-std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> g_log;
-
-class BadInputTest : public ::testing::Test {
+class BadInputTest : public HostilePeerTest {
  protected:
-  static void SetUpTestSuite() {
-    g_log = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096);
-    spdlog::default_logger()->sinks().push_back(g_log);
-  }
-
-  void SetUp() override {
-    ServerOptions o = default_server_options();
-    o.listen = "tcp://127.0.0.1:0";
-    o.handshake_timeout = milliseconds(500);
-    o.credits_per_connection = 4;
-    server_ = start_test_server(o);
-    ASSERT_NE(server_, nullptr);
-    good_ = connect_or_die(server_->address());
-    ASSERT_NE(good_, nullptr);
-    // The well-behaved client, talking all the time.
-    background_ = std::thread([this] {
-      int i = 0;
-      while (!stop_) {
-        pt::EchoRequest req;
-        req.set_payload("good " + std::to_string(i++));
-        pt::EchoReply resp;
-        Status st = good_->call<pt::TestEcho>(req, &resp, {}, milliseconds(10000));
-        if (st.ok() && resp.payload() == req.payload()) {
-          good_ok_++;
-        } else {
-          good_bad_++;
-        }
-        std::this_thread::sleep_for(milliseconds(2));
-      }
-    });
-  }
-
-  void TearDown() override {
-    // Let the good client run a little past the last bad input.
-    int before = good_ok_.load();
-    for (int i = 0; i < 500 && good_ok_.load() < before + 3; ++i) {
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    stop_ = true;
-    if (background_.joinable()) background_.join();
-    EXPECT_EQ(good_bad_.load(), 0) << "the well-behaved client saw failures";
-    EXPECT_GE(good_ok_.load(), before + 3) << "the well-behaved client stopped getting answers";
-    good_.reset();
-    if (server_) server_->stop();
-  }
+  void SetUp() override { start("tcp://127.0.0.1:0", HostilePeerTiming{}); }
 
   std::unique_ptr<RawConn> raw(bool authenticated = true) {
     auto c = std::make_unique<RawConn>(server_->port());
@@ -217,35 +171,7 @@ class BadInputTest : public ::testing::Test {
     return c;
   }
 
-  // The server logged a line naming this peer and containing `reason`.
-  static bool logged(const std::string& peer, const std::string& reason) {
-    for (int i = 0; i < 200; ++i) {
-      for (const std::string& line : g_log->last_formatted()) {
-        if (line.find(peer) != std::string::npos && line.find(reason) != std::string::npos) {
-          return true;
-        }
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
-  }
-
-  static FrameHeader request(uint16_t method = pt::TestEcho::kMethod) {
-    FrameHeader h;
-    h.type = FrameType::kRequest;
-    h.service = proto::kServiceTest;
-    h.method = method;
-    h.request_id = 1;
-    return h;
-  }
-
   static constexpr milliseconds kCloseWait{5000};
-  std::unique_ptr<RpcServer> server_;
-  std::shared_ptr<RpcChannel> good_;
-  std::thread background_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> good_ok_{0};
-  std::atomic<int> good_bad_{0};
 };
 
 TEST_F(BadInputTest, GarbageInsteadOfAHandshake) {

@@ -23,7 +23,6 @@
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <sys/mman.h>
 
 #include <atomic>
@@ -37,6 +36,7 @@
 #include "net/auth.h"
 #include "net/frame.h"
 #include "net/proto/test_methods.h"
+#include "tests/net/hostile_peer_test.h"
 #include "tests/net/net_test_util.h"
 
 namespace surge::net::testing {
@@ -385,56 +385,16 @@ class RawPeer {
   std::vector<Frame> frames_;
 };
 
-std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> g_log;
-
-class RdmaBadInputTest : public ::testing::Test {
+class RdmaBadInputTest : public HostilePeerTest {
  protected:
-  static void SetUpTestSuite() {
-    g_log = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096);
-    spdlog::default_logger()->sinks().push_back(g_log);
-  }
-
   void SetUp() override {
-    ServerOptions o = default_server_options();
-    o.listen = "rdma://" + host() + ":0";
-    o.handshake_timeout = milliseconds(1000);
-    o.credits_per_connection = 4;
-    server_ = start_test_server(o);
-    ASSERT_NE(server_, nullptr) << "no RDMA server on " << o.listen << " (no RDMA device?)";
-    good_ = connect_or_die(server_->address());
-    ASSERT_NE(good_, nullptr);
-    // The well-behaved client, talking all the time.
-    background_ = std::thread([this] {
-      int i = 0;
-      while (!stop_) {
-        pt::EchoRequest req;
-        req.set_payload("good " + std::to_string(i++));
-        pt::EchoReply resp;
-        Status st = good_->call<pt::TestEcho>(req, &resp, {}, milliseconds(20000));
-        if (st.ok() && resp.payload() == req.payload()) {
-          good_ok_++;
-        } else {
-          good_bad_++;
-          std::lock_guard lk(bad_mu_);
-          bad_why_ = st.ToString();
-        }
-        std::this_thread::sleep_for(milliseconds(5));
-      }
-    });
-  }
-
-  void TearDown() override {
-    // Let the good client run a little past the last bad input.
-    int before = good_ok_.load();
-    for (int i = 0; i < 1500 && good_ok_.load() < before + 3; ++i) {
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    stop_ = true;
-    if (background_.joinable()) background_.join();
-    EXPECT_EQ(good_bad_.load(), 0) << "the well-behaved client saw failures: " << bad_why_;
-    EXPECT_GE(good_ok_.load(), before + 3) << "the well-behaved client stopped getting answers";
-    good_.reset();
-    if (server_) server_->stop();
+    HostilePeerTiming t;
+    t.handshake_timeout = milliseconds(1000);
+    t.good_call_timeout = milliseconds(20000);
+    t.good_call_pause = milliseconds(5);
+    t.settle_polls = 1500;
+    t.log_polls = 500;
+    start("rdma://" + host() + ":0", t);
   }
 
   // A raw peer that connected with a proper Hello (and, if asked,
@@ -448,28 +408,6 @@ class RdmaBadInputTest : public ::testing::Test {
       EXPECT_TRUE(st.ok()) << st.ToString();
     }
     return c;
-  }
-
-  // The server logged a line naming this peer and containing `reason`.
-  static bool logged(const std::string& peer, const std::string& reason) {
-    for (int i = 0; i < 500; ++i) {
-      for (const std::string& line : g_log->last_formatted()) {
-        if (line.find(peer) != std::string::npos && line.find(reason) != std::string::npos) {
-          return true;
-        }
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
-  }
-
-  static FrameHeader request(uint16_t method = pt::TestEcho::kMethod, uint64_t id = 1) {
-    FrameHeader h;
-    h.type = FrameType::kRequest;
-    h.service = proto::kServiceTest;
-    h.method = method;
-    h.request_id = id;
-    return h;
   }
 
   // A bulk request whose handler pulls `len` bytes at `offset` of one
@@ -490,14 +428,6 @@ class RdmaBadInputTest : public ::testing::Test {
   }
 
   static constexpr milliseconds kCloseWait{10000};
-  std::unique_ptr<RpcServer> server_;
-  std::shared_ptr<RpcChannel> good_;
-  std::thread background_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> good_ok_{0};
-  std::atomic<int> good_bad_{0};
-  std::mutex bad_mu_;
-  std::string bad_why_;
 };
 
 // ------------------------------------------------ connect private data
