@@ -66,8 +66,8 @@ void work(fuse_session* se, Client& client, Worker& w, const std::atomic<bool>& 
   const size_t size = receive_buffer_size();
   while (!stopping.load(std::memory_order_acquire) && !fuse_session_exited(se)) {
     if (!w.pooled) {
-      auto b = client.register_buffer(size);
-      if (b.ok() && (*b)->registered()) w.pooled = std::move(*b);
+      auto b = client.try_pool_buffer(size);
+      if (b.ok()) w.pooled = std::move(*b);
     }
     std::byte* mem;
     if (w.pooled) {

@@ -80,7 +80,6 @@ class PoolRegisteredBuffer : public RegisteredBuffer {
   explicit PoolRegisteredBuffer(net::PoolBuffer b, size_t size) : buf_(std::move(b)), size_(size) {}
   std::byte* data() override { return buf_.data(); }
   size_t size() const override { return size_; }
-  bool registered() const override { return true; }
 
  private:
   net::PoolBuffer buf_;
@@ -99,7 +98,6 @@ class HeapRegisteredBuffer : public RegisteredBuffer {
   ~HeapRegisteredBuffer() override { free(data_); }
   std::byte* data() override { return data_; }
   size_t size() const override { return size_; }
-  bool registered() const override { return false; }
   bool ok() const { return data_ != nullptr; }
 
  private:
@@ -996,15 +994,15 @@ Status ClientImpl::close(FileRef f) {
   return close_handle(static_cast<FileImpl&>(*f));
 }
 
+Result<std::unique_ptr<RegisteredBuffer>> ClientImpl::try_pool_buffer(size_t size) {
+  SURGE_ASSIGN_OR_RETURN(net::PoolBuffer b, pool_->try_acquire(size));
+  return std::unique_ptr<RegisteredBuffer>(new PoolRegisteredBuffer(std::move(b), size));
+}
+
 Result<std::unique_ptr<RegisteredBuffer>> ClientImpl::register_buffer(size_t size) {
-  if (size <= pool_->max_buffer_size()) {
-    // Never wait: write behind holds pool buffers for a while, and a reader
-    // is better served by plain memory (bounced over RDMA) than by a stall.
-    auto b = pool_->try_acquire(size);
-    if (b.ok()) {
-      return std::unique_ptr<RegisteredBuffer>(new PoolRegisteredBuffer(std::move(*b), size));
-    }
-  }
+  // Never wait: write behind holds pool buffers for a while, and a reader
+  // is better served by plain memory (bounced over RDMA) than by a stall.
+  if (auto b = try_pool_buffer(size); b.ok()) return b;
   auto h = std::make_unique<HeapRegisteredBuffer>(size);
   if (!h->ok()) return Status::ResourceExhausted("cannot allocate a " + std::to_string(size) +
                                                  "-byte buffer");

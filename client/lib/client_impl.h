@@ -134,6 +134,7 @@ class ClientImpl : public Client {
   Status flush(File& f) override;
   Status close(FileRef f) override;
   Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) override;
+  Result<std::unique_ptr<RegisteredBuffer>> try_pool_buffer(size_t size) override;
 
   using Client::link;
   using Client::mkdir;

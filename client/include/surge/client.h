@@ -182,8 +182,6 @@ class RegisteredBuffer {
   virtual ~RegisteredBuffer() = default;
   virtual std::byte* data() = 0;
   virtual size_t size() const = 0;
-  // False for plain memory handed out when the pool had nothing free.
-  virtual bool registered() const = 0;
 };
 
 class Client {
@@ -261,6 +259,9 @@ class Client {
   // A buffer from the registered pool when one of that size is free now
   // (zero copy over RDMA), else plain page-aligned memory (bounced).
   virtual Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) = 0;
+  // Only a buffer of the registered pool, now: ResourceExhausted when none
+  // of that size is free (no plain-memory fallback, nothing allocated).
+  virtual Result<std::unique_ptr<RegisteredBuffer>> try_pool_buffer(size_t size) = 0;
 
   // ---- path level (absolute paths from the file system root) --------------
   Result<Attr> resolve(std::string_view path, const Caller& c);
