@@ -30,5 +30,29 @@ TEST(Crc32c, ChainsAcrossSplits) {
   }
 }
 
+TEST(Crc32cShift, CombineEqualsTheCrcOfTheConcatenation) {
+  std::string s(3 * 4096 + 17, '\0');
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>(i * 167 + 3);
+  for (size_t n : {1ul, 7ul, 4096ul, 8192ul + 17}) {
+    Crc32cShift shift(n);
+    for (size_t a_len : {0ul, 1ul, 4096ul, s.size() - n}) {
+      uint32_t a = crc32c(s.data(), a_len);
+      uint32_t b = crc32c(s.data() + a_len, n);
+      EXPECT_EQ(shift.combine(a, b), crc32c(s.data(), a_len + n)) << "n " << n << " a " << a_len;
+    }
+  }
+}
+
+TEST(Crc32cShift, CombineOfBlocksGivesThePayloadCrc) {
+  // What the data server does: each 4 KiB block's own CRC, folded into the
+  // CRC of the whole payload.
+  std::string s(64 * 4096, '\0');
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>((i * 2654435761u) >> 13);
+  Crc32cShift shift(4096);
+  uint32_t running = 0;
+  for (size_t off = 0; off < s.size(); off += 4096) running = shift.combine(running, crc32c(s.data() + off, 4096));
+  EXPECT_EQ(running, crc32c(s.data(), s.size()));
+}
+
 }  // namespace
 }  // namespace surge
