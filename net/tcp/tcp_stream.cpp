@@ -124,10 +124,18 @@ Status recv_exact(int fd, std::byte* dst, size_t len,
 TcpStream::TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket,
                      std::string peer)
     : io_(io),
-      socket_(std::move(socket)),
-      fd_(socket_.native_handle()),
+      readiness_(ReadinessService::of(io)),
+      // Out of Asio's reactor: readiness is watched only while armed (see
+      // readiness.h). From here on the stream owns the descriptor.
+      fd_(socket.release()),
+      readiness_key_(readiness_.add(fd_)),
       peer_(std::move(peer)),
       rbuf_(kReadBufferSize) {}
+
+TcpStream::~TcpStream() {
+  readiness_.remove(readiness_key_);
+  ::close(fd_);
+}
 
 void TcpStream::start() {
   boost::asio::post(io_, [self = shared_from_this()] { self->pump(); });
@@ -231,16 +239,11 @@ TcpStream::Step TcpStream::fill(size_t want) {
 
 void TcpStream::arm() {
   if (armed_.exchange(true)) return;  // one pending wait is enough
-  socket_.async_wait(boost::asio::ip::tcp::socket::wait_read,
-                     [self = shared_from_this()](const boost::system::error_code& ec) {
-                       self->armed_.store(false);
-                       if (ec) {
-                         self->fail(Status::Disconnected("wait on " + self->peer_ + ": " +
-                                                         ec.message()));
-                         return;
-                       }
-                       self->pump();
-                     });
+  // Errors and hang-ups fire it too; the pump's recv() then says what.
+  readiness_.arm(readiness_key_, [self = shared_from_this()] {
+    self->armed_.store(false);
+    self->pump();
+  });
 }
 
 void TcpStream::pump() {
@@ -287,9 +290,9 @@ bool TcpStream::drive_reads(PendingCall::State& call, bool (*keep_reading)(void*
     }
   }
   // Replies for other callers may be buffered or on their way: hand the
-  // read side back to the I/O thread while anyone still waits. A pump, not
-  // a bare async_wait: Asio's reactor is edge-triggered, so bytes that
-  // arrived while we held the socket would raise no new readiness event.
+  // read side back to the I/O thread while anyone still waits. A pump
+  // first: bytes may already be buffered in rbuf_, which no readiness
+  // event would report.
   if (!closed() && keep_reading(arg)) {
     boost::asio::post(io_, [self = shared_from_this()] { self->pump(); });
   }

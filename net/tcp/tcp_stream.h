@@ -2,9 +2,11 @@
 // server sides of the TCP transport.
 //
 // Reading happens on the connection's I/O thread (or, client side, on a
-// caller waiting for its reply, see drive_reads): Asio only reports
-// readiness (async_wait); the bytes are moved with plain recv() into a read
-// buffer, and complete frames go to on_frame(). Bulk bytes bypass the read
+// caller waiting for its reply, see drive_reads): the I/O thread learns of
+// readiness from its ReadinessService, one-shot, only while it has armed
+// it (readiness.h: no wake-ups while another thread owns the read side);
+// the bytes are moved with plain recv() into a read buffer, and complete
+// frames go to on_frame(). Bulk bytes bypass the read
 // buffer: after a frame header only what one small read happened to bring
 // along (at most kFrameReadChunk) is copied; the rest is received straight
 // into its destination (a client region for bulk-data frames, the handler's
@@ -26,7 +28,7 @@
 // running loop go on.
 //
 // Closing: fail() is idempotent and callable from any thread; it shuts the
-// socket down (waking every blocked poll and the pending async_wait) and
+// socket down (waking every blocked poll and the armed readiness wait) and
 // calls on_closed() once. The descriptor is closed only by the destructor,
 // when no thread can still be using it.
 #pragma once
@@ -47,6 +49,7 @@
 
 #include "common/status.h"
 #include "net/frame.h"
+#include "net/tcp/readiness.h"
 #include "net/transport.h"
 
 namespace surge::net::tcp {
@@ -83,7 +86,7 @@ Status recv_exact(int fd, std::byte* dst, size_t len,
 class TcpStream : public std::enable_shared_from_this<TcpStream> {
  public:
   TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket, std::string peer);
-  virtual ~TcpStream() = default;
+  virtual ~TcpStream();
   TcpStream(const TcpStream&) = delete;
   TcpStream& operator=(const TcpStream&) = delete;
 
@@ -154,11 +157,12 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   void compact();
 
   boost::asio::io_context& io_;
-  boost::asio::ip::tcp::socket socket_;
+  ReadinessService& readiness_;
   const int fd_;
+  const uint64_t readiness_key_;
   const std::string peer_;
   std::atomic<bool> closed_{false};
-  std::atomic<bool> armed_{false};  // an async_wait is pending
+  std::atomic<bool> armed_{false};  // readiness_ is watching for us
   std::mutex write_mu_;
 
   // Read side: owned by whoever holds read_mu_ (the I/O thread, or a client
@@ -170,7 +174,7 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   bool have_header_ = false;
   // The last recv() came back short: the socket is (very likely) empty, so
   // wait for readiness instead of paying for a recv() that says EAGAIN.
-  // Safe with Asio's reactor: arming re-evaluates readiness (EPOLL_CTL_MOD).
+  // Safe: arming re-evaluates readiness (EPOLL_CTL_MOD).
   bool drained_ = false;
   // Reads may block (a driving caller with time to spare): recv() without
   // MSG_DONTWAIT. Never set on the I/O thread.
