@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/stripe_map.h"
 #include "net/proto/ods_methods.h"
+#include "net/proto/ods_write_pieces.h"
 
 namespace surge::client {
 
@@ -129,7 +130,7 @@ Status StripeIo::write(uint64_t object_id, const StripeLayout& layout, const voi
     req.set_object_id(object_id);
     req.set_offset(p.object_offset);
     req.set_length(p.length);
-    req.set_crc32c(crc32c(base + p.buf_offset, p.length));
+    proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
     net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
                            net::BulkAccess::kServerPull};
     net::PendingCall call = net::call_async<OdsWrite>(
@@ -160,7 +161,7 @@ std::unique_ptr<WriteBatch> StripeIo::start_write(uint64_t object_id, const Stri
     req.set_object_id(object_id);
     req.set_offset(p.object_offset);
     req.set_length(p.length);
-    req.set_crc32c(crc32c(base + p.buf_offset, p.length));
+    proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
     net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
                            net::BulkAccess::kServerPull};
     b->calls_.push_back(WriteBatch::Call{

@@ -8,6 +8,8 @@
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "net/proto/ods_write_pieces.h"
+#include "ods/store/block_checksum.h"
 
 namespace surge::ods {
 namespace {
@@ -15,6 +17,7 @@ namespace {
 namespace pb = surge::proto::ods;
 
 constexpr size_t kMaxChunk = 1 << 20;
+constexpr size_t kReadPieceBytes = 256 << 10;
 
 size_t largest_class_count(net::BufferPool& pool) {
   size_t best_size = 0, count = 0;
@@ -185,32 +188,97 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
                                    std::to_string(len));
   }
 
-  const size_t chunks = (len + chunk_ - 1) / chunk_;
+  // The payload is checked and stored piece by piece as it arrives (see
+  // WriteRequest.piece_crc32c), so checksumming and storing one piece
+  // overlaps the arrival of the next. A client that sends one CRC for the
+  // whole payload gets it checked as one piece.
+  const bool pieces = req.piece_crc32c_size() > 0;
+  const uint64_t piece_bytes = pieces ? req.piece_bytes() : len;
+  if (pieces) {
+    if (!pb::valid_piece_bytes(piece_bytes)) {
+      return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": piece size " +
+                                     std::to_string(piece_bytes) + " is not a power of two in [" +
+                                     std::to_string(pb::kMinPieceBytes) + ", " +
+                                     std::to_string(pb::kMaxPieceBytes) + "]");
+    }
+    const uint64_t want = pb::piece_count(off, len, piece_bytes);
+    if (static_cast<uint64_t>(req.piece_crc32c_size()) != want) {
+      return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": " +
+                                     std::to_string(req.piece_crc32c_size()) + " piece CRCs for " +
+                                     std::to_string(want) + " pieces");
+    }
+  }
+
+  // Buffers for the largest piece, reused for every piece.
+  const uint64_t window = std::min(len, piece_bytes);
+  const size_t chunks = (window + chunk_ - 1) / chunk_;
   SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(chunks, options_.buffer_wait));
   std::vector<net::PoolBuffer> bufs;
-  std::vector<iovec> segs;
   bufs.reserve(chunks);
-  segs.reserve(chunks);
-  uint32_t crc = 0;
-  for (uint64_t done = 0; done < len;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, len - done));
+  for (uint64_t left = window; left > 0;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, left));
     SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf, ctx.pool().acquire(n, options_.buffer_wait));
-    std::span<std::byte> dst(buf.data(), n);
-    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, done, dst),
-                              "while pulling " + obj_name(id) + " data from " + ctx.peer());
-    crc = surge::crc32c(dst.data(), n, crc);
-    segs.push_back({dst.data(), n});
     bufs.push_back(std::move(buf));
-    done += n;
+    left -= n;
   }
-  if (crc != req.crc32c()) {
-    payload_crc_errors_.fetch_add(1, std::memory_order_relaxed);
-    SLOG_WARN("write {} at offset {} from {}: payload CRC {:08x}, request says {:08x}; nothing stored", obj_name(id),
-              off, ctx.peer(), crc, req.crc32c());
-    return Status::Corruption("write " + obj_name(id) + " at offset " + std::to_string(off) +
-                              ": payload checksum mismatch, nothing stored");
+
+  // A write that fails after storing some pieces must not leave the object
+  // longer than it was (what a failed single write guarantees too): note
+  // the size to cut back to.
+  uint64_t size_before = 0;
+  if (pieces && pb::piece_count(off, len, piece_bytes) > 1) {
+    auto st = store_.stat(id);
+    if (st.ok()) {
+      size_before = *st;
+    } else if (st.status().code() != Code::kNotFound) {
+      return st.status();
+    }
   }
-  SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.write(id, off, segs, req.sync()));
+  std::vector<iovec> segs;
+  segs.reserve(chunks);
+  uint64_t size = 0;
+  uint64_t done = 0;
+  auto undo_extension = [&](Status st) {
+    // Only our own extension: if the object is no longer exactly where our
+    // last piece left it, another writer has grown it and it stays.
+    if (done > 0 && size == off + done && size > size_before) {
+      Status ts = store_.truncate(id, size_before, size);
+      if (!ts.ok()) SLOG_ERROR("write {}: cannot undo the extension of a failed write: {}", obj_name(id), ts.ToString());
+    }
+    return st;
+  };
+  for (int piece = 0; done < len; ++piece) {
+    const uint64_t at = off + done;
+    const uint64_t plen = pieces ? pb::piece_length(at, len - done, piece_bytes) : len;
+    segs.clear();
+    for (uint64_t got = 0; got < plen;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, plen - got));
+      std::span<std::byte> dst(bufs[segs.size()].data(), n);
+      Status ps = ctx.bulk().pull(0, done + got, dst);
+      if (!ps.ok()) {
+        return undo_extension(ps.WithContext("while pulling " + obj_name(id) + " data from " + ctx.peer()));
+      }
+      segs.push_back({dst.data(), n});
+      got += n;
+    }
+    const PayloadChecksums sums = checksum_payload(segs, at);
+    const uint32_t want = pieces ? req.piece_crc32c(piece) : req.crc32c();
+    if (sums.payload != want) {
+      payload_crc_errors_.fetch_add(1, std::memory_order_relaxed);
+      SLOG_WARN("write {} at offset {} from {}: payload CRC {:08x} over [{}, +{}), request says {:08x}; {}",
+                obj_name(id), off, ctx.peer(), sums.payload, at, plen, want,
+                done == 0 ? "nothing stored" : "stored up to there");
+      return undo_extension(Status::Corruption(
+          "write " + obj_name(id) + " at offset " + std::to_string(off) + ": payload checksum mismatch in [" +
+          std::to_string(at) + ", +" + std::to_string(plen) + "), " +
+          (done == 0 ? std::string("nothing stored") : "the " + std::to_string(done) + " bytes before it were stored")));
+    }
+    const bool last = done + plen == len;
+    auto stored = store_.write(id, at, segs, req.sync() && last, &sums);
+    if (!stored.ok()) return undo_extension(stored.status());
+    size = *stored;
+    done += plen;
+  }
   write_bytes_.fetch_add(len, std::memory_order_relaxed);
   resp.set_object_size(size);
   return Status::OK();
@@ -234,14 +302,17 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
   resp.set_crc32c(0);
   if (len == 0 || off >= store_.options().max_object_size) return Status::OK();
 
+  // In pieces, so reading and checking one overlaps the client receiving
+  // the one before.
+  const size_t piece = std::min<size_t>(chunk_, kReadPieceBytes);
   SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(1, options_.buffer_wait));
   SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf,
-                         ctx.pool().acquire(std::min<uint64_t>(chunk_, len), options_.buffer_wait));
+                         ctx.pool().acquire(std::min<uint64_t>(piece, len), options_.buffer_wait));
   uint32_t crc = 0;
   uint64_t done = 0;
   while (done < len) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, len - done));
-    auto chunk = store_.read(id, off + done, std::span<std::byte>(buf.data(), n));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(piece, len - done));
+    auto chunk = store_.read(id, off + done, std::span<std::byte>(buf.data(), n), &crc);
     if (!chunk.ok()) {
       if (chunk.status().code() == Code::kCorruption) stored_crc_errors_.fetch_add(1, std::memory_order_relaxed);
       return chunk.status();
@@ -250,7 +321,6 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     if (got == 0) break;
     std::span<const std::byte> src(buf.data(), got);
     SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, src), "while pushing " + obj_name(id) + " data to " + ctx.peer());
-    crc = surge::crc32c(src.data(), got, crc);
     done += got;
     if (got < n) break;  // end of the object
   }

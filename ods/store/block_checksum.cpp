@@ -46,6 +46,29 @@ uint32_t crc32c_segments(std::span<const iovec> segs, uint64_t pos, uint64_t len
   return prev;
 }
 
+PayloadChecksums checksum_payload(std::span<const iovec> data, uint64_t offset) {
+  static const Crc32cShift block_shift(kBlockSize);
+  PayloadChecksums out;
+  const uint64_t len = segments_length(data);
+  if (len == 0) return out;
+  const uint64_t end = offset + len;
+  out.first_block = offset / kBlockSize;
+  const uint64_t last_block = (end - 1) / kBlockSize;
+  out.full_block.assign(last_block - out.first_block + 1, 0);
+  for (uint64_t b = out.first_block; b <= last_block; ++b) {
+    const uint64_t bs = b * kBlockSize, be = bs + kBlockSize;
+    const uint64_t ns = std::max(bs, offset), ne = std::min(be, end);
+    if (ns == bs && ne == be) {
+      const uint32_t crc = crc32c_segments(data, ns - offset, kBlockSize);
+      out.full_block[b - out.first_block] = crc;
+      out.payload = block_shift.combine(out.payload, crc);
+    } else {
+      out.payload = crc32c_segments(data, ns - offset, ne - ns, out.payload);
+    }
+  }
+  return out;
+}
+
 uint64_t segments_length(std::span<const iovec> segs) {
   uint64_t n = 0;
   for (const iovec& s : segs) n += s.iov_len;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace surge::ods {
 
@@ -41,6 +42,19 @@ uint32_t crc32c_zeros(uint64_t len, uint32_t prev);
 // onto prev. The range must lie inside the segments.
 uint32_t crc32c_segments(std::span<const iovec> segs, uint64_t pos, uint64_t len,
                          uint32_t prev = 0);
+
+// One pass over a write's payload: the CRC32C of the whole payload, and the
+// CRC of each block the payload covers entirely. The data server checks the
+// first against what the client sent and hands the second to the store, so
+// each byte is checksummed once. full_block[b - first_block] is the CRC of
+// block b; entries of partly covered blocks stay 0 (their CRC needs the
+// bytes already stored).
+struct PayloadChecksums {
+  uint32_t payload = 0;
+  uint64_t first_block = 0;
+  std::vector<uint32_t> full_block;
+};
+PayloadChecksums checksum_payload(std::span<const iovec> data, uint64_t offset);
 
 // Total bytes of segs.
 uint64_t segments_length(std::span<const iovec> segs);

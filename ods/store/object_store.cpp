@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "common/crc32c.h"
@@ -482,7 +483,8 @@ Status ObjectStore::check_space(uint64_t id, uint64_t bytes) {
   return Status::OK();
 }
 
-Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync) {
+Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync,
+                                    const PayloadChecksums* sums) {
   const uint64_t len = segments_length(data);
   if (id == 0) return Status::InvalidArgument("write: object id 0 is not an object");
   if (offset > options_.max_object_size || len > options_.max_object_size - offset) {
@@ -499,13 +501,16 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
   const uint64_t end = offset + len;
   const uint64_t b0 = offset / kBlockSize;
   const uint64_t b1 = (end - 1) / kBlockSize;
+  if (sums != nullptr && (sums->first_block != b0 || sums->full_block.size() != b1 - b0 + 1)) {
+    throw std::logic_error("ObjectStore::write: checksums of another payload for object " + std::to_string(id));
+  }
   std::vector<uint32_t> crcs(b1 - b0 + 1);
   for (uint64_t b = b0; b <= b1; ++b) {
     const uint64_t bs = b * kBlockSize, be = bs + kBlockSize;
     const uint64_t ns = std::max(bs, offset), ne = std::min(be, end);
     uint32_t crc;
     if (ns == bs && ne == be) {
-      crc = crc32c_segments(data, ns - offset, kBlockSize);
+      crc = sums != nullptr ? sums->full_block[b - b0] : crc32c_segments(data, ns - offset, kBlockSize);
     } else {
       // Partial block: merge with what it holds, after checking that (a
       // corrupt block must not get a fresh CRC over its bad bytes).
@@ -553,7 +558,7 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
   return obj->size;
 }
 
-Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::byte> dst) {
+Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::byte> dst, uint32_t* crc_out) {
   if (id == 0) return Status::InvalidArgument("read: object id 0 is not an object");
   auto got_obj = get(id, false);
   if (!got_obj.ok()) {
@@ -583,10 +588,22 @@ Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::
   std::vector<uint32_t> stored(nb, 0);
   ssize_t cr = ::pread(obj->crc_fd, stored.data(), nb * kCrcEntrySize, static_cast<off_t>(b0 * kCrcEntrySize));
   if (cr < 0) return errno_status(errno, "read checksums of object " + std::to_string(id));
+  static const Crc32cShift block_shift(kBlockSize);
+  uint32_t out = crc_out != nullptr ? *crc_out : 0;
   for (uint64_t i = 0; i < nb; ++i) {
     const uint64_t bs = a + i * kBlockSize;
     const uint64_t data_end = std::min(bs + kBlockSize, e);
     uint32_t crc = crc32c_segments(v, bs - a, data_end - bs);
+    if (crc_out != nullptr) {
+      // A block read whole is its own CRC; the caller's part of a partial
+      // block (at most the first and the last) is checksummed apart.
+      if (bs >= offset && bs + kBlockSize <= offset + n) {
+        out = block_shift.combine(out, crc);
+      } else {
+        const uint64_t from = std::max(bs, offset), to = std::min(bs + kBlockSize, offset + n);
+        out = surge::crc32c(dst.data() + (from - offset), to - from, out);
+      }
+    }
     crc = crc32c_zeros(bs + kBlockSize - data_end, crc);
     if (crc != decode_block_crc(stored[i])) {
       SLOG_ERROR("object {}: checksum mismatch in block at offset {} ({}): stored {:08x}, data {:08x}", id,
@@ -595,10 +612,11 @@ Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::
                                 std::to_string(bs));
     }
   }
+  if (crc_out != nullptr) *crc_out = out;
   return n;
 }
 
-Status ObjectStore::truncate(uint64_t id, uint64_t size) {
+Status ObjectStore::truncate(uint64_t id, uint64_t size, std::optional<uint64_t> only_if_size) {
   if (id == 0) return Status::InvalidArgument("truncate: object id 0 is not an object");
   if (size > options_.max_object_size) {
     return Status::InvalidArgument("truncate object " + std::to_string(id) + " to " + std::to_string(size) +
@@ -611,7 +629,7 @@ Status ObjectStore::truncate(uint64_t id, uint64_t size) {
   }
   auto obj = std::move(got).value();
   std::unique_lock lk(obj->mu);
-  if (size == obj->size) return Status::OK();
+  if (size == obj->size || (only_if_size && obj->size != *only_if_size)) return Status::OK();
   // The block that will hold the new end must be sound before it is cut.
   if (size < obj->size && size % kBlockSize != 0) {
     std::array<std::byte, kBlockSize> buf;

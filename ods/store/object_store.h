@@ -31,6 +31,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "ods/store/block_checksum.h"
 #include "ods/store/object_file.h"
 
 namespace surge::ods {
@@ -72,17 +74,24 @@ class ObjectStore {
   // CRCs of every block touched. sync: make it durable before returning.
   // Returns the object size afterwards. NoSpace when the disk is full: then
   // the object keeps its old size (no partial extension survives).
-  Result<uint64_t> write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync);
+  // sums, if given, is checksum_payload(data, offset): the CRCs of fully
+  // covered blocks are taken from it instead of being computed again.
+  Result<uint64_t> write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync,
+                         const PayloadChecksums* sums = nullptr);
 
   // Reads up to dst.size() bytes at offset after verifying the CRC of every
   // block it touches. Short at the end of the object; 0 past it or for an
   // object that does not exist (a stripe never written is a hole). Holes
   // read as zeros. Corruption (logged with id and offset) when a block does
   // not match its CRC: bad bytes are never returned.
-  Result<uint64_t> read(uint64_t id, uint64_t offset, std::span<std::byte> dst);
+  // crc, if given, is chained onto: on success it becomes
+  // crc32c(bytes read, *crc), found by the same pass that verifies them.
+  Result<uint64_t> read(uint64_t id, uint64_t offset, std::span<std::byte> dst, uint32_t* crc = nullptr);
 
   // Sets the size; the block that holds the new end gets a new CRC.
-  Status truncate(uint64_t id, uint64_t size);
+  // only_if_size: do nothing unless the object is exactly that long (a
+  // writer undoing its own extension without cutting what another added).
+  Status truncate(uint64_t id, uint64_t size, std::optional<uint64_t> only_if_size = std::nullopt);
   // Idempotent; true when the object existed.
   Result<bool> remove(uint64_t id);
   // Size, NotFound when the object does not exist.

@@ -148,6 +148,58 @@ TEST(ObjectStore, SidecarHoldsOneCrcPerBlockOfTheData) {
   }
 }
 
+TEST(PayloadChecksums, OnePassGivesThePayloadCrcAndEachWholeBlocksCrc) {
+  auto d = pattern(5 * kBlockSize + 300, 41);
+  // Split over two segments, cut inside a block.
+  iovec v[2] = {{d.data(), 3000}, {d.data() + 3000, d.size() - 3000}};
+  for (uint64_t off : {uint64_t{0}, uint64_t{100}, kBlockSize - 1, 7 * kBlockSize}) {
+    PayloadChecksums sums = checksum_payload(v, off);
+    EXPECT_EQ(sums.payload, surge::crc32c(d.data(), d.size())) << "offset " << off;
+    EXPECT_EQ(sums.first_block, off / kBlockSize);
+    ASSERT_EQ(sums.full_block.size(), (off + d.size() - 1) / kBlockSize - off / kBlockSize + 1);
+    for (uint64_t b = sums.first_block; b < sums.first_block + sums.full_block.size(); ++b) {
+      const uint64_t bs = b * kBlockSize;
+      const bool whole = bs >= off && bs + kBlockSize <= off + d.size();
+      const uint32_t want = whole ? surge::crc32c(d.data() + (bs - off), kBlockSize) : 0;
+      EXPECT_EQ(sums.full_block[b - sums.first_block], want) << "offset " << off << " block " << b;
+    }
+  }
+}
+
+TEST(ObjectStore, WriteWithPrecomputedChecksumsKeepsEveryBlockVerifiable) {
+  TempDir dir;
+  auto s = open_store(dir.path() + "/store");
+  auto old = pattern(6 * kBlockSize, 42);
+  ASSERT_TRUE(write_bytes(*s, 7, 0, old).ok());
+  auto d = pattern(4 * kBlockSize + 10, 43);
+  iovec v{d.data(), d.size()};
+  const uint64_t off = 2000;  // partial first and last blocks, whole ones between
+  PayloadChecksums sums = checksum_payload({&v, 1}, off);
+  ASSERT_TRUE(s->write(7, off, {&v, 1}, false, &sums).ok());
+  EXPECT_TRUE(s->verify(7).ok());
+  std::memcpy(old.data() + off, d.data(), d.size());
+  EXPECT_EQ(read_bytes(*s, 7, 0, old.size()), old);
+}
+
+TEST(ObjectStore, ReadGivesTheCrcOfWhatItReturned) {
+  TempDir dir;
+  auto s = open_store(dir.path() + "/store");
+  auto d = pattern(5 * kBlockSize + 123, 44);
+  ASSERT_TRUE(write_bytes(*s, 8, kBlockSize, d).ok());  // block 0 is a hole
+  const uint64_t size = kBlockSize + d.size();
+  struct Range {
+    uint64_t off, len;
+  };
+  for (Range r : {Range{0, size}, Range{1, 3 * kBlockSize}, Range{kBlockSize, 2 * kBlockSize},
+                  Range{kBlockSize + 5, 10}, Range{size - 200, 4096}, Range{100, 100}}) {
+    std::vector<std::byte> out(r.len);
+    uint32_t crc = 0x12345678;  // chained onto
+    auto got = s->read(8, r.off, out, &crc);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(crc, surge::crc32c(out.data(), *got, 0x12345678)) << "read of " << r.len << " at " << r.off;
+  }
+}
+
 TEST(ObjectStore, TruncateDownAndUpAcrossBlocksKeepsDataAndChecksums) {
   TempDir dir;
   auto s = open_store(dir.path());

@@ -14,6 +14,7 @@
 #include "common/crc32c.h"
 #include "net/cluster_key.h"
 #include "net/proto/ods_methods.h"
+#include "net/proto/ods_write_pieces.h"
 #include "net/rpc_channel.h"
 #include "tests/ods/daemon_process.h"
 #include "tests/ods/test_dir.h"
@@ -74,7 +75,7 @@ class OdsClient {
     q.set_object_id(id);
     q.set_offset(off);
     q.set_length(data.size());
-    q.set_crc32c(surge::crc32c(data.data(), data.size()));
+    pb::set_piece_crcs(q, data.data(), data.size());
     q.set_sync(sync);
     net::BulkRegion r{const_cast<std::byte*>(data.data()), data.size(), net::BulkAccess::kServerPull};
     pb::WriteReply a;

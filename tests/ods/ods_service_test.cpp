@@ -254,6 +254,88 @@ TEST_F(OdsServiceTest, BadRequestsGetErrorRepliesAndTheServerKeepsServing) {
   EXPECT_EQ(*client_->read(9, 0, d.size()), d);
 }
 
+// Writes in checksummed pieces (WriteRequest.piece_crc32c): each piece is
+// checked before it is stored.
+class OdsPieceTest : public OdsServiceTest {
+ protected:
+  // A write of data at off in 64 KiB pieces, piece `bad` (if any) with a
+  // CRC that does not match.
+  Status write_pieces(uint64_t id, uint64_t off, std::vector<std::byte>& data, int bad = -1) {
+    pb::WriteRequest q;
+    q.set_object_id(id);
+    q.set_offset(off);
+    q.set_length(data.size());
+    pb::set_piece_crcs(q, data.data(), data.size(), kPiece);
+    if (bad >= 0) q.set_piece_crc32c(bad, q.piece_crc32c(bad) ^ 1);
+    net::BulkRegion pull{data.data(), data.size(), net::BulkAccess::kServerPull};
+    pb::WriteReply a;
+    return client_->channel().call<pb::OdsWrite>(q, &a, {&pull, 1});
+  }
+  static constexpr uint32_t kPiece = 64 * 1024;
+};
+
+TEST_F(OdsPieceTest, UnalignedWriteOfManyPiecesRoundTrips) {
+  auto d = pattern(5 * kPiece + 1234, 21);
+  const uint64_t off = kPiece - 100;  // the first piece is 100 bytes long
+  ASSERT_TRUE(write_pieces(31, off, d).ok());
+  auto r = client_->read(31, off, d.size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, d);
+}
+
+TEST_F(OdsPieceTest, BadPieceStoresThePiecesBeforeItAndNothingAfter) {
+  auto old = pattern(4 * kPiece, 22);
+  ASSERT_TRUE(client_->write(32, 0, old).ok());
+  auto d = pattern(4 * kPiece, 23);
+  Status st = write_pieces(32, 0, d, 2);
+  EXPECT_EQ(st.code(), Code::kCorruption) << st.ToString();
+  auto r = client_->read(32, 0, d.size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto piece = static_cast<std::ptrdiff_t>(kPiece);
+  EXPECT_TRUE(std::equal(r->begin(), r->begin() + 2 * piece, d.begin())) << "pieces 0 and 1 were checked and stored";
+  EXPECT_TRUE(std::equal(r->begin() + 2 * piece, r->end(), old.begin() + 2 * piece)) << "piece 2 on: untouched";
+}
+
+TEST_F(OdsPieceTest, BadPieceOfAnExtendingWriteLeavesTheOldSize) {
+  auto old = pattern(10000, 24);
+  ASSERT_TRUE(client_->write(33, 0, old).ok());
+  auto d = pattern(3 * kPiece, 25);
+  EXPECT_EQ(write_pieces(33, old.size(), d, 2).code(), Code::kCorruption);
+  auto size = client_->stat(33);
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(*size, old.size()) << "the stored pieces' extension was undone";
+  EXPECT_EQ(*client_->read(33, 0, old.size()), old);
+}
+
+TEST_F(OdsPieceTest, MalformedPieceListsAreRefusedAndTheServerGoesOn) {
+  auto d = pattern(3 * kPiece, 26);
+  net::BulkRegion pull{d.data(), d.size(), net::BulkAccess::kServerPull};
+  auto call = [&](const pb::WriteRequest& q) {
+    pb::WriteReply a;
+    return client_->channel().call<pb::OdsWrite>(q, &a, {&pull, 1});
+  };
+  pb::WriteRequest good;
+  good.set_object_id(34);
+  good.set_offset(0);
+  good.set_length(d.size());
+  pb::set_piece_crcs(good, d.data(), d.size(), kPiece);
+
+  pb::WriteRequest q = good;
+  q.add_piece_crc32c(0);
+  EXPECT_EQ(call(q).code(), Code::kInvalidArgument) << "one CRC too many";
+  q = good;
+  q.mutable_piece_crc32c()->RemoveLast();
+  EXPECT_EQ(call(q).code(), Code::kInvalidArgument) << "one CRC too few";
+  for (uint32_t bytes : {0u, 3000u, 2048u, 3u << 16, 2u << 20}) {
+    q = good;
+    q.set_piece_bytes(bytes);
+    EXPECT_EQ(call(q).code(), Code::kInvalidArgument) << "piece size " << bytes;
+  }
+  EXPECT_EQ(client_->stat(34).status().code(), Code::kNotFound) << "none of them stored anything";
+  ASSERT_TRUE(call(good).ok());
+  EXPECT_EQ(*client_->read(34, 0, d.size()), d);
+}
+
 TEST_F(OdsServiceTest, FlippedByteOnDiskIsACorruptionReplyOtherBlocksRead) {
   auto d = pattern(4 * 4096, 6);
   ASSERT_TRUE(client_->write(12, 0, d, true).ok());
