@@ -857,7 +857,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
     return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open read-only");
   }
   auto accepted = [&] {
-    if (on_accepted != nullptr) (*on_accepted)();
+    if (on_accepted != nullptr && *on_accepted) (*on_accepted)();
   };
   if (len == 0) {
     accepted();

@@ -188,6 +188,24 @@ TEST_F(Native, PwriteFromRefusesDataOutsideTheBufferWithoutAccepting) {
   ASSERT_TRUE(client_->close(*f).ok());
 }
 
+TEST_F(Native, PwriteFromWithoutACallbackWrites) {
+  // A caller with nobody to acknowledge passes an empty on_accepted.
+  auto f = client_->open("/from-plain", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  std::string d = random_bytes(300000, 77);
+  auto buf = client_->register_buffer(d.size());
+  ASSERT_TRUE(buf.ok());
+  memcpy((*buf)->data(), d.data(), d.size());
+  std::byte* at = (*buf)->data();
+  auto n = client_->pwrite_from(**f, std::move(*buf), at, d.size(), 0, {});
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  std::string back(d.size(), 'Z');
+  auto r = client_->pread(**f, back.data(), back.size(), 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(back == d);
+  ASSERT_TRUE(client_->close(*f).ok());
+}
+
 TEST_F(Native, SequentialReadsThroughReadAheadAreExact) {
   // Odd-sized sequential reads run through the read-ahead windows; a jump
   // back and a read past the end must still be exact.

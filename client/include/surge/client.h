@@ -242,7 +242,7 @@ class Client {
   virtual Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) = 0;
   // pwrite without the write-behind copy: [data, data + len) lies inside
   // buf, which the client keeps until the data servers have the bytes.
-  // on_accepted runs exactly once, before an OK return and never with an
+  // on_accepted (may be empty) runs exactly once, before an OK return and never with an
   // error return: once the write is ordered after every earlier write to
   // the file and before its bytes are sent, so a caller can acknowledge its
   // own caller there while the bytes travel (an error after that shows on
