@@ -10,11 +10,13 @@
 // finished). A request for a kShortBlocking handler that is the only one
 // in service on its I/O thread, whose whole payload has arrived (waiting
 // at most kInPlacePayloadWait, and only for payloads up to
-// kInPlaceWaitMaxPayload) and with nothing queued behind it on its
-// connection, is delivered with may_block_here: running the brief handler
-// right there delays nobody and saves the hand-off to a worker. Under load
-// (a second request on the thread, pipelining on the connection, a slow
-// payload) the core's worker pool serves as before. The worst case for
+// kInPlaceWaitMaxPayload) and, if it has no payload, with nothing queued
+// behind it on its connection (behind a payload the next request waits
+// for the paused read loop either way), is delivered with may_block_here:
+// running the brief handler right there delays nobody and saves the
+// hand-off to a worker. Under load (a second request on the thread,
+// pipelined requests without payload, a slow payload) the core's worker
+// pool serves as before. The worst case for
 // another connection on the same thread is waiting for one payload wait
 // plus one brief handler that began while the thread was idle.
 #include <boost/asio/ip/tcp.hpp>
@@ -289,9 +291,10 @@ class ServerConn final : public TcpStream {
     const int in_service = in_service_->fetch_add(1) + 1;  // TcpRequestBulk::finish undoes it
     req.may_block_here = in_service == 1 &&
                          sink_->runs_in_place_when_allowed(h.service, h.method) &&
-                         payload_here_alone(h.payload_length, h.payload_length <= kInPlaceWaitMaxPayload
-                                                                  ? kInPlacePayloadWait
-                                                                  : std::chrono::microseconds{0});
+                         payload_here(h.payload_length,
+                                      h.payload_length <= kInPlaceWaitMaxPayload ? kInPlacePayloadWait
+                                                                                 : std::chrono::microseconds{0},
+                                      /*more_ok=*/h.payload_length > 0);
     req.bulk = std::make_unique<TcpRequestBulk>(self(), h.request_id, std::move(*regions),
                                                 h.payload_length);
     sink_->on_request(view_, std::move(req));

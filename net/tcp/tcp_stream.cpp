@@ -344,18 +344,18 @@ TcpStream::Step TcpStream::run_frames(const std::atomic<bool>* until) {
   }
 }
 
-bool TcpStream::payload_here_alone(uint64_t payload, std::chrono::microseconds budget) {
+bool TcpStream::payload_here(uint64_t payload, std::chrono::microseconds budget, bool more_ok) {
   const uint64_t buffered = rend_ - rpos_;
-  if (buffered > payload) return false;
+  if (buffered > payload) return more_ok;
   const auto deadline = std::chrono::steady_clock::now() + budget;
   bool lowat_set = false;
-  bool alone = false;
+  bool here = false;
   for (;;) {
     int queued = 0;
     if (::ioctl(fd_, FIONREAD, &queued) != 0) break;  // unknown: not eligible
     const uint64_t have = buffered + static_cast<uint64_t>(queued);
     if (have >= payload) {
-      alone = have == payload;
+      here = more_ok || have == payload;
       break;
     }
     const auto left = deadline - std::chrono::steady_clock::now();
@@ -379,7 +379,7 @@ bool TcpStream::payload_here_alone(uint64_t payload, std::chrono::microseconds b
       return false;
     }
   }
-  return alone;
+  return here;
 }
 
 Status TcpStream::read_payload(std::byte* dst, uint64_t len) {

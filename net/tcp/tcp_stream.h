@@ -124,9 +124,9 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   void resume();
   // From on_frame (server): waits up to `budget` for the rest of the
   // current frame's `payload` to arrive (one wake-up, via SO_RCVLOWAT) and
-  // says whether exactly the payload is here: all of it, and no byte of a
-  // further frame behind it. False when the budget passes first.
-  bool payload_here_alone(uint64_t payload, std::chrono::microseconds budget);
+  // says whether the payload is here: all of it, and (unless more_ok) no
+  // byte of a further frame behind it. False when the budget passes first.
+  bool payload_here(uint64_t payload, std::chrono::microseconds budget, bool more_ok);
   // While paused, from the thread that owns the read side: the next `len`
   // payload bytes into dst (nullptr discards them).
   Status read_payload(std::byte* dst, uint64_t len);
