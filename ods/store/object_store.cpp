@@ -790,9 +790,11 @@ Status ObjectStore::scrub(uint32_t first_dir, uint32_t count, size_t max_bad, Sc
   std::array<bool, 256> leaf_exists{};
   uint32_t listed_top = UINT32_MAX;
   for (uint32_t d = first_dir; d < end; ++d) {
-    char top[4], sub[8];
-    std::snprintf(top, sizeof top, "%02x", d >> 8);
-    std::snprintf(sub, sizeof sub, "%02x/%02x", d >> 8, d & 0xff);
+    // d < 65536: two hex digits each (sized for any uint32_t all the same,
+    // which sanitizer builds' truncation warnings insist on).
+    char top[12], sub[24];
+    std::snprintf(top, sizeof top, "%02x", (d >> 8) & 0xffu);
+    std::snprintf(sub, sizeof sub, "%02x/%02x", (d >> 8) & 0xffu, d & 0xffu);
     if (listed_top != d >> 8) {
       listed_top = d >> 8;
       leaf_exists.fill(false);
