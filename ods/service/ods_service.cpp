@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "common/crc32c.h"
 #include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
 #include "ods/store/block_checksum.h"
