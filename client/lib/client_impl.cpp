@@ -435,6 +435,7 @@ Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name
   req.set_ino(ino);
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLink>(req, &resp));
   return merge_local(attr_from_proto(resp.attr()));
@@ -445,6 +446,7 @@ Status ClientImpl::unlink(Ino parent, std::string_view name, const Caller& c) {
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
   req.set_name(std::string(name));
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::UnlinkReply resp;
   return mds_->call<mds::MdsUnlink>(req, &resp);
 }
@@ -454,6 +456,7 @@ Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
   req.set_name(std::string(name));
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::UnlinkReply resp;
   return mds_->call<mds::MdsRmdir>(req, &resp);
 }
@@ -467,6 +470,7 @@ Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_flags(flags);
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::RenameReply resp;
   return mds_->call<mds::MdsRename>(req, &resp);
 }

@@ -105,4 +105,17 @@ std::string orphan(uint64_t ino) {
   return k;
 }
 
+std::string done_op(uint64_t op_id) {
+  std::string k(kDoneOpPrefix);
+  put_be64(k, op_id);
+  return k;
+}
+
+std::string done_op_by_time(uint64_t when_ns, uint64_t op_id) {
+  std::string k(kDoneOpByTimePrefix);
+  put_be64(k, when_ns);
+  put_be64(k, op_id);
+  return k;
+}
+
 }  // namespace surge::mds::keys

@@ -59,5 +59,10 @@ inline constexpr std::string_view kOrphanPrefix = "o/";
 inline constexpr std::string_view kOrphanEnd = "o0";
 std::string target(uint32_t id);
 std::string orphan(uint64_t ino);
+// Done ops (see Namespace::op_done): op id -> when, and when + op id -> "".
+inline constexpr std::string_view kDoneOpPrefix = "r/";
+inline constexpr std::string_view kDoneOpByTimePrefix = "rt/";
+std::string done_op(uint64_t op_id);
+std::string done_op_by_time(uint64_t when_ns, uint64_t op_id);
 
 }  // namespace surge::mds::keys

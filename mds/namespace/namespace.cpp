@@ -480,6 +480,8 @@ Status Namespace::readlink(const pb::ReadlinkRequest& req, pb::ReadlinkReply* ou
 
 Status Namespace::unlink(const pb::UnlinkRequest& req) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
+  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+  if (resent) return Status::OK();  // it happened; its reply was lost
   const auto& cred = req.cred();
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     SURGE_ASSIGN_OR_RETURN(auto p0, load_dir(req.parent(), "unlink"));
@@ -507,13 +509,18 @@ Status Namespace::unlink(const pb::UnlinkRequest& req) {
     c.mutable_attr()->set_ctime_ns(now);
     put_inode(b, c);
     if (c.attr().nlink() == 0) b.put(Space::kSystem, keys::orphan(c.attr().ino()), "");
-    return commit_then_sync(b, g);
+    note_op_done(b, req.op_id(), now);
+    SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+    if (req.op_id() != 0) maybe_expire_done_ops(now);
+    return Status::OK();
   }
   return Status::Busy("unlink: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
 
 Status Namespace::rmdir(const pb::UnlinkRequest& req) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
+  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+  if (resent) return Status::OK();  // it happened; its reply was lost
   const auto& cred = req.cred();
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     SURGE_ASSIGN_OR_RETURN(auto p0, load_dir(req.parent(), "rmdir"));
@@ -544,7 +551,10 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req) {
     p.mutable_attr()->set_mtime_ns(now);
     p.mutable_attr()->set_ctime_ns(now);
     put_inode(b, p);
-    return commit_then_sync(b, g);
+    note_op_done(b, req.op_id(), now);
+    SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+    if (req.op_id() != 0) maybe_expire_done_ops(now);
+    return Status::OK();
   }
   return Status::Busy("rmdir: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
@@ -553,6 +563,11 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.new_name()));
   auto g = locks_.lock({req.new_parent(), req.ino()});
   SURGE_ASSIGN_OR_RETURN(auto c, load_existing(req.ino(), "link"));
+  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+  if (resent) {  // it happened; its reply was lost
+    *out->mutable_attr() = c.attr();
+    return Status::OK();
+  }
   if (S_ISDIR(c.attr().mode())) {
     return Status::NotPermitted("link: " + ino_str(req.ino()) + " is a directory");
   }
@@ -578,7 +593,9 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   p.mutable_attr()->set_ctime_ns(now);
   put_inode(b, c);
   put_inode(b, p);
+  note_op_done(b, req.op_id(), now);
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+  if (req.op_id() != 0) maybe_expire_done_ops(now);
   *out->mutable_attr() = c.attr();
   return Status::OK();
 }

@@ -43,6 +43,9 @@ struct NamespaceOptions {
   uint64_t inode_batch = 4096;          // inode numbers reserved per persisted step
   uint64_t max_inodes = 1ull << 32;     // reported by statfs
   uint32_t max_readdir_entries = 4096;  // per page
+  // How long the op id of a finished unlink/rmdir/rename/link is kept, so
+  // its resend answers OK again (see op_done).
+  uint64_t done_op_ttl_ns = 600ull * 1000 * 1000 * 1000;
 };
 
 namespace pb = ::surge::proto::mds;
@@ -128,11 +131,24 @@ class Namespace {
   // The inode `existing` names when op_id (non-zero) made it: the resend of
   // a create whose first reply was lost. Nullopt otherwise.
   Result<std::optional<records::InodeRecord>> made_by(uint64_t op_id, uint64_t ino);
+  // Removals and renames leave nothing behind that says who did them, so
+  // their op ids are kept in the system space for done_op_ttl_ns:
+  // op_done says whether op_id (non-zero) was committed, note_op_done adds
+  // it to the batch that does the op (and now and then expires old ones).
+  Result<bool> op_done(uint64_t op_id);
+  void note_op_done(KvBatch& b, uint64_t op_id, uint64_t now);
+  void maybe_expire_done_ops(uint64_t now);
   Status open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
                               uint32_t flags, uint64_t session_id, LockTable::Guard& g);
   Result<pb::Layout> effective_dir_layout(const records::InodeRecord& dir);
   Result<bool> is_ancestor(uint64_t maybe_ancestor, uint64_t ino);
 
+ public:
+  // Forgets done op ids older than done_op_ttl_ns at `now` (at most
+  // `limit` of them); returns how many. Runs by itself every 256 ops.
+  Result<size_t> expire_done_ops(uint64_t now, size_t limit = 4096);
+
+ private:
   KvStore* kv_;
   ClusterMap* map_;
   SessionTable* sessions_;
@@ -144,6 +160,7 @@ class Namespace {
   std::mutex ino_mu_;
   uint64_t next_ino_ = 0;  // guarded by ino_mu_
   uint64_t ino_hwm_ = 0;   // first number not yet reserved on disk
+  std::atomic<uint64_t> done_ops_noted_{0};
 };
 
 }  // namespace surge::mds

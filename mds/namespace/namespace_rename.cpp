@@ -45,6 +45,8 @@ Status Namespace::rename(const pb::RenameRequest& req) {
   }
   SURGE_RETURN_IF_ERROR(validate_name(req.old_name()));
   SURGE_RETURN_IF_ERROR(validate_name(req.new_name()));
+  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+  if (resent) return Status::OK();  // it happened; its reply was lost
   const bool noreplace = flags & kRenameNoReplace;
   const bool exchange = flags & kRenameExchange;
   const uint64_t oldp = req.old_parent(), newp = req.new_parent();
@@ -170,7 +172,10 @@ Status Namespace::rename(const pb::RenameRequest& req) {
     for (const auto& [ino, r] : recs) {
       if (deleted.count(ino) == 0) put_inode(b, r);
     }
-    return commit_then_sync(b, g);
+    note_op_done(b, req.op_id(), now);
+    SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+    if (req.op_id() != 0) maybe_expire_done_ops(now);
+    return Status::OK();
   }
   return Status::Busy(what + ": entries keep changing");
 }

@@ -1,0 +1,57 @@
+// Op ids of finished unlink/rmdir/rename/link requests, so a resend after a
+// lost reply answers OK again instead of ENOENT/EEXIST (see namespace.h).
+//
+// Two keys per op in the system space, written in the op's own batch (so
+// the record exists exactly when the op does): r/<op id> -> when, for the
+// lookup, and rt/<when><op id>, so expiry walks the oldest first and never
+// more than it deletes.
+#include <string>
+
+#include "common/log.h"
+#include "mds/namespace/namespace.h"
+
+namespace surge::mds {
+
+Result<bool> Namespace::op_done(uint64_t op_id) {
+  if (op_id == 0) return false;
+  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kSystem, keys::done_op(op_id)));
+  return v.has_value();
+}
+
+void Namespace::note_op_done(KvBatch& b, uint64_t op_id, uint64_t now) {
+  if (op_id == 0) return;
+  std::string when;
+  keys::put_be64(when, now);
+  b.put(Space::kSystem, keys::done_op(op_id), when);
+  b.put(Space::kSystem, keys::done_op_by_time(now, op_id), "");
+}
+
+void Namespace::maybe_expire_done_ops(uint64_t now) {
+  if (done_ops_noted_.fetch_add(1, std::memory_order_relaxed) % 256 != 255) return;
+  auto n = expire_done_ops(now);
+  if (!n.ok()) SLOG_WARN("expiring done op ids: {}", n.status().ToString());
+}
+
+Result<size_t> Namespace::expire_done_ops(uint64_t now, size_t limit) {
+  if (now < opts_.done_op_ttl_ns) return size_t{0};
+  std::string end(keys::kDoneOpByTimePrefix);
+  keys::put_be64(end, now - opts_.done_op_ttl_ns);
+  KvBatch b;
+  size_t n = 0;
+  const size_t key_size = keys::kDoneOpByTimePrefix.size() + 16;
+  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kSystem, keys::kDoneOpByTimePrefix, end,
+                                  [&](std::string_view k, std::string_view) {
+                                    if (k.size() == key_size) {
+                                      const uint64_t op = keys::get_be64(k.substr(key_size - 8));
+                                      b.del(Space::kSystem, keys::done_op(op));
+                                    }
+                                    b.del(Space::kSystem, std::string(k));
+                                    return ++n < limit;
+                                  }));
+  if (n == 0) return n;
+  // Not synced: losing an expiry to a crash only keeps ids a little longer.
+  SURGE_RETURN_IF_ERROR(kv_->commit(b, /*durable=*/false));
+  return n;
+}
+
+}  // namespace surge::mds
