@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
     dirs[i] = out.attr().ino();
   }
   auto name = [](int c, int i) { return "f" + std::to_string(c) + "_" + std::to_string(i); };
+  auto op_id = [](int c, int i) { return (static_cast<uint64_t>(c + 1) << 32) + static_cast<uint64_t>(i) + 1; };
   std::atomic<int> errors{0};
   auto check = [&](const Status& s) {
     if (!s.ok() && errors++ == 0) std::fprintf(stderr, "mds_bench: %s\n", s.ToString().c_str());
@@ -178,6 +179,7 @@ int main(int argc, char** argv) {
       r.set_name(name(c, i));
       r.set_mode(0644);
       r.set_exclusive(true);
+      r.set_op_id(op_id(c, i));  // as libsurge sends them
       pb::EntryReply out;
       check(chans[c]->call<pb::MdsCreate>(r, &out));
     }
@@ -198,6 +200,7 @@ int main(int argc, char** argv) {
       *r.mutable_cred() = root;
       r.set_parent(dirs[c]);
       r.set_name(name(c, i));
+      r.set_op_id(op_id(c, i) + (uint64_t{1} << 62));  // as libsurge sends them (done-op record)
       pb::UnlinkReply out;
       check(chans[c]->call<pb::MdsUnlink>(r, &out));
     }
