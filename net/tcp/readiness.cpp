@@ -94,6 +94,7 @@ void ReadinessService::drain() {
     int n = ::epoll_wait(epfd_, evs, 64, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
+    events_seen_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     for (int i = 0; i < n; ++i) {
       std::function<void()> fn;
       {

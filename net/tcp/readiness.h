@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -45,6 +46,9 @@ class ReadinessService : public boost::asio::execution_context::service {
   void arm(uint64_t key, std::function<void()> on_ready);
   // Stops watching (any thread; before the descriptor is closed).
   void remove(uint64_t key);
+  // Readiness events taken from the set so far (each one woke the I/O
+  // thread or came with a wake-up already under way).
+  uint64_t events_seen() const { return events_seen_.load(std::memory_order_relaxed); }
 
  private:
   struct Entry {
@@ -65,6 +69,7 @@ class ReadinessService : public boost::asio::execution_context::service {
   std::unordered_map<uint64_t, Entry> entries_;
   bool waiting_ = false;  // an async_wait on set_ is pending (mu_)
   bool shut_ = false;
+  std::atomic<uint64_t> events_seen_{0};
 };
 
 }  // namespace surge::net::tcp
