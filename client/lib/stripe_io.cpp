@@ -38,6 +38,20 @@ std::vector<Piece> plan(const StripeLayout& layout, uint64_t offset, uint64_t le
   return out;
 }
 
+// Sends piece p of a write whose data starts at base: the data server pulls
+// it from there and checks it against the piece CRCs.
+net::PendingCall send_write(net::RpcChannel& ch, uint64_t object_id, const Piece& p,
+                            const std::byte* base, std::chrono::milliseconds timeout) {
+  proto::ods::WriteRequest req;
+  req.set_object_id(object_id);
+  req.set_offset(p.object_offset);
+  req.set_length(p.length);
+  proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
+  net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
+                         net::BulkAccess::kServerPull};
+  return net::call_async<OdsWrite>(ch, req, std::span<const net::BulkRegion>(&region, 1), timeout);
+}
+
 Status check_layout(uint64_t object_id, const StripeLayout& layout) {
   if (layout.stripe_size == 0 || layout.stripe_count == 0 ||
       layout.targets.size() < layout.stripe_count) {
@@ -126,15 +140,7 @@ Status StripeIo::write(uint64_t object_id, const StripeLayout& layout, const voi
       first_error = ch.status();
       break;
     }
-    proto::ods::WriteRequest req;
-    req.set_object_id(object_id);
-    req.set_offset(p.object_offset);
-    req.set_length(p.length);
-    proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
-    net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
-                           net::BulkAccess::kServerPull};
-    net::PendingCall call = net::call_async<OdsWrite>(
-        **ch, req, std::span<const net::BulkRegion>(&region, 1), options_.io_timeout);
+    net::PendingCall call = send_write(**ch, object_id, p, base, options_.io_timeout);
     inflight.push_back(Outstanding{std::move(call), &p, std::move(addr)});
     inflight_bytes += p.length;
   }
@@ -157,17 +163,8 @@ std::unique_ptr<WriteBatch> StripeIo::start_write(uint64_t object_id, const Stri
       b->status_ = ch.status();
       break;  // what was issued is still waited for
     }
-    proto::ods::WriteRequest req;
-    req.set_object_id(object_id);
-    req.set_offset(p.object_offset);
-    req.set_length(p.length);
-    proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
-    net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
-                           net::BulkAccess::kServerPull};
-    b->calls_.push_back(WriteBatch::Call{
-        net::call_async<OdsWrite>(**ch, req, std::span<const net::BulkRegion>(&region, 1),
-                                  options_.io_timeout),
-        p.target, p.object_offset, std::move(addr)});
+    b->calls_.push_back(WriteBatch::Call{send_write(**ch, object_id, p, base, options_.io_timeout),
+                                         p.target, p.object_offset, std::move(addr)});
   }
   return b;
 }
