@@ -509,10 +509,7 @@ Status Namespace::unlink(const pb::UnlinkRequest& req) {
     c.mutable_attr()->set_ctime_ns(now);
     put_inode(b, c);
     if (c.attr().nlink() == 0) b.put(Space::kSystem, keys::orphan(c.attr().ino()), "");
-    note_op_done(b, req.op_id(), now);
-    SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-    if (req.op_id() != 0) maybe_expire_done_ops(now);
-    return Status::OK();
+    return commit_done_op(b, g, req.op_id(), now);
   }
   return Status::Busy("unlink: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
@@ -551,10 +548,7 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req) {
     p.mutable_attr()->set_mtime_ns(now);
     p.mutable_attr()->set_ctime_ns(now);
     put_inode(b, p);
-    note_op_done(b, req.op_id(), now);
-    SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-    if (req.op_id() != 0) maybe_expire_done_ops(now);
-    return Status::OK();
+    return commit_done_op(b, g, req.op_id(), now);
   }
   return Status::Busy("rmdir: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
@@ -593,9 +587,7 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   p.mutable_attr()->set_ctime_ns(now);
   put_inode(b, c);
   put_inode(b, p);
-  note_op_done(b, req.op_id(), now);
-  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  if (req.op_id() != 0) maybe_expire_done_ops(now);
+  SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
   *out->mutable_attr() = c.attr();
   return Status::OK();
 }

@@ -117,6 +117,9 @@ class Namespace {
   Result<bool> dir_empty(uint64_t ino);
   Status delete_xattrs(KvBatch& b, uint64_t ino);
   Status commit_then_sync(KvBatch& b, LockTable::Guard& g);
+  // The same for an unlink/rmdir/rename/link: its op id goes into the batch
+  // (see op_done), and old ids expire now and then.
+  Status commit_done_op(KvBatch& b, LockTable::Guard& g, uint64_t op_id, uint64_t now);
   Status truncate_objects(const pb::Attr& a, uint64_t size);
   // Builds a new child of a locked, loaded directory into b (the dentry,
   // the child, the updated parent); the caller commits.
@@ -133,11 +136,8 @@ class Namespace {
   Result<std::optional<records::InodeRecord>> made_by(uint64_t op_id, uint64_t ino);
   // Removals and renames leave nothing behind that says who did them, so
   // their op ids are kept in the system space for done_op_ttl_ns:
-  // op_done says whether op_id (non-zero) was committed, note_op_done adds
-  // it to the batch that does the op (and now and then expires old ones).
+  // op_done says whether op_id (non-zero) was committed.
   Result<bool> op_done(uint64_t op_id);
-  void note_op_done(KvBatch& b, uint64_t op_id, uint64_t now);
-  void maybe_expire_done_ops(uint64_t now);
   Status open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
                               uint32_t flags, uint64_t session_id, LockTable::Guard& g);
   Result<pb::Layout> effective_dir_layout(const records::InodeRecord& dir);

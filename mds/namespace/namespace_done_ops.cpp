@@ -18,18 +18,18 @@ Result<bool> Namespace::op_done(uint64_t op_id) {
   return v.has_value();
 }
 
-void Namespace::note_op_done(KvBatch& b, uint64_t op_id, uint64_t now) {
-  if (op_id == 0) return;
+Status Namespace::commit_done_op(KvBatch& b, LockTable::Guard& g, uint64_t op_id, uint64_t now) {
+  if (op_id == 0) return commit_then_sync(b, g);
   std::string when;
   keys::put_be64(when, now);
   b.put(Space::kSystem, keys::done_op(op_id), when);
   b.put(Space::kSystem, keys::done_op_by_time(now, op_id), "");
-}
-
-void Namespace::maybe_expire_done_ops(uint64_t now) {
-  if (done_ops_noted_.fetch_add(1, std::memory_order_relaxed) % 256 != 255) return;
-  auto n = expire_done_ops(now);
-  if (!n.ok()) SLOG_WARN("expiring done op ids: {}", n.status().ToString());
+  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
+  if (done_ops_noted_.fetch_add(1, std::memory_order_relaxed) % 256 == 255) {
+    auto n = expire_done_ops(now);
+    if (!n.ok()) SLOG_WARN("expiring done op ids: {}", n.status().ToString());
+  }
+  return Status::OK();
 }
 
 Result<size_t> Namespace::expire_done_ops(uint64_t now, size_t limit) {

@@ -172,10 +172,7 @@ Status Namespace::rename(const pb::RenameRequest& req) {
     for (const auto& [ino, r] : recs) {
       if (deleted.count(ino) == 0) put_inode(b, r);
     }
-    note_op_done(b, req.op_id(), now);
-    SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-    if (req.op_id() != 0) maybe_expire_done_ops(now);
-    return Status::OK();
+    return commit_done_op(b, g, req.op_id(), now);
   }
   return Status::Busy(what + ": entries keep changing");
 }
