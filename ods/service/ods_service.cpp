@@ -193,18 +193,18 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   // whole payload gets it checked as one piece.
   const bool pieces = req.piece_crc32c_size() > 0;
   const uint64_t piece_bytes = pieces ? req.piece_bytes() : len;
+  const uint64_t npieces = pieces ? pb::piece_count(off, len, piece_bytes) : 1;
   if (pieces) {
     if (!pb::valid_piece_bytes(piece_bytes)) {
-      return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": piece size " +
-                                     std::to_string(piece_bytes) + " is not a power of two in [" +
-                                     std::to_string(pb::kMinPieceBytes) + ", " +
-                                     std::to_string(pb::kMaxPieceBytes) + "]");
+      return Status::InvalidArgument(
+          "write " + obj_name(id) + " from " + ctx.peer() + ": piece size " +
+          std::to_string(piece_bytes) + " is not a power of two in [" +
+          std::to_string(pb::kMinPieceBytes) + ", " + std::to_string(pb::kMaxPieceBytes) + "]");
     }
-    const uint64_t want = pb::piece_count(off, len, piece_bytes);
-    if (static_cast<uint64_t>(req.piece_crc32c_size()) != want) {
+    if (static_cast<uint64_t>(req.piece_crc32c_size()) != npieces) {
       return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": " +
                                      std::to_string(req.piece_crc32c_size()) + " piece CRCs for " +
-                                     std::to_string(want) + " pieces");
+                                     std::to_string(npieces) + " pieces");
     }
   }
 
@@ -225,7 +225,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   // longer than it was (what a failed single write guarantees too): note
   // the size to cut back to.
   uint64_t size_before = 0;
-  if (pieces && pb::piece_count(off, len, piece_bytes) > 1) {
+  if (npieces > 1) {
     auto st = store_.stat(id);
     if (st.ok()) {
       size_before = *st;
@@ -242,7 +242,9 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
     // last piece left it, another writer has grown it and it stays.
     if (done > 0 && size == off + done && size > size_before) {
       Status ts = store_.truncate(id, size_before, size);
-      if (!ts.ok()) SLOG_ERROR("write {}: cannot undo the extension of a failed write: {}", obj_name(id), ts.ToString());
+      if (!ts.ok())
+        SLOG_ERROR("write {}: cannot undo the extension of a failed write: {}", obj_name(id),
+                   ts.ToString());
     }
     return st;
   };
@@ -255,7 +257,8 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
       std::span<std::byte> dst(bufs[segs.size()].data(), n);
       Status ps = ctx.bulk().pull(0, done + got, dst);
       if (!ps.ok()) {
-        return undo_extension(ps.WithContext("while pulling " + obj_name(id) + " data from " + ctx.peer()));
+        return undo_extension(
+            ps.WithContext("while pulling " + obj_name(id) + " data from " + ctx.peer()));
       }
       segs.push_back({dst.data(), n});
       got += n;
@@ -264,13 +267,17 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
     const uint32_t want = pieces ? req.piece_crc32c(piece) : req.crc32c();
     if (sums.payload != want) {
       payload_crc_errors_.fetch_add(1, std::memory_order_relaxed);
-      SLOG_WARN("write {} at offset {} from {}: payload CRC {:08x} over [{}, +{}), request says {:08x}; {}",
-                obj_name(id), off, ctx.peer(), sums.payload, at, plen, want,
-                done == 0 ? "nothing stored" : "stored up to there");
+      SLOG_WARN(
+          "write {} at offset {} from {}: payload CRC {:08x} over [{}, +{}), request says {:08x}; "
+          "{}",
+          obj_name(id), off, ctx.peer(), sums.payload, at, plen, want,
+          done == 0 ? "nothing stored" : "stored up to there");
       return undo_extension(Status::Corruption(
-          "write " + obj_name(id) + " at offset " + std::to_string(off) + ": payload checksum mismatch in [" +
-          std::to_string(at) + ", +" + std::to_string(plen) + "), " +
-          (done == 0 ? std::string("nothing stored") : "the " + std::to_string(done) + " bytes before it were stored")));
+          "write " + obj_name(id) + " at offset " + std::to_string(off) +
+          ": payload checksum mismatch in [" + std::to_string(at) + ", +" + std::to_string(plen) +
+          "), " +
+          (done == 0 ? std::string("nothing stored")
+                     : "the " + std::to_string(done) + " bytes before it were stored")));
     }
     const bool last = done + plen == len;
     auto stored = store_.write(id, at, segs, req.sync() && last, &sums);
@@ -319,7 +326,8 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     const uint64_t got = *chunk;
     if (got == 0) break;
     std::span<const std::byte> src(buf.data(), got);
-    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, src), "while pushing " + obj_name(id) + " data to " + ctx.peer());
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, src),
+                              "while pushing " + obj_name(id) + " data to " + ctx.peer());
     done += got;
     if (got < n) break;  // end of the object
   }
