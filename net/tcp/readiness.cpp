@@ -19,20 +19,21 @@ namespace surge::net::tcp {
 namespace asio = boost::asio;
 
 ReadinessService::ReadinessService(asio::execution_context& ctx)
-    : asio::execution_context::service(ctx),
-      io_(static_cast<asio::io_context&>(ctx)),
-      set_(io_) {
+    : asio::execution_context::service(ctx), io_(static_cast<asio::io_context&>(ctx)), set_(io_) {
   epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) {
     // Out of descriptors at I/O thread start-up: nothing sensible to go on with.
-    throw std::runtime_error(std::string("epoll_create1 for the TCP readiness set: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("epoll_create1 for the TCP readiness set: ") +
+                             std::strerror(errno));
   }
   set_.assign(epfd_);
 }
 
 ReadinessService::~ReadinessService() = default;
 
-ReadinessService& ReadinessService::of(asio::io_context& io) { return asio::use_service<ReadinessService>(io); }
+ReadinessService& ReadinessService::of(asio::io_context& io) {
+  return asio::use_service<ReadinessService>(io);
+}
 
 uint64_t ReadinessService::add(int fd) {
   std::lock_guard lk(mu_);
@@ -81,10 +82,11 @@ void ReadinessService::remove(uint64_t key) {
 void ReadinessService::wait() {
   // Asio watches the set edge-triggered: an event that became ready before
   // this wait was queued raises no edge, so look once more after queueing.
-  set_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
-    if (ec) return;  // shutting down
-    wait();
-  });
+  set_.async_wait(asio::posix::stream_descriptor::wait_read,
+                  [this](const boost::system::error_code& ec) {
+                    if (ec) return;  // shutting down
+                    wait();
+                  });
   drain();
 }
 

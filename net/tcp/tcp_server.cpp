@@ -289,12 +289,12 @@ class ServerConn final : public TcpStream {
     req.body.assign(reinterpret_cast<const char*>(trailer.data()), h.body_length);
     if (h.payload_length > 0) pause();
     const int in_service = in_service_->fetch_add(1) + 1;  // TcpRequestBulk::finish undoes it
-    req.may_block_here = in_service == 1 &&
-                         sink_->runs_in_place_when_allowed(h.service, h.method) &&
-                         payload_here(h.payload_length,
-                                      h.payload_length <= kInPlaceWaitMaxPayload ? kInPlacePayloadWait
-                                                                                 : std::chrono::microseconds{0},
-                                      /*more_ok=*/h.payload_length > 0);
+    req.may_block_here =
+        in_service == 1 && sink_->runs_in_place_when_allowed(h.service, h.method) &&
+        payload_here(h.payload_length,
+                     h.payload_length <= kInPlaceWaitMaxPayload ? kInPlacePayloadWait
+                                                                : std::chrono::microseconds{0},
+                     /*more_ok=*/h.payload_length > 0);
     req.bulk = std::make_unique<TcpRequestBulk>(self(), h.request_id, std::move(*regions),
                                                 h.payload_length);
     sink_->on_request(view_, std::move(req));

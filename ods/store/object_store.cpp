@@ -483,8 +483,8 @@ Status ObjectStore::check_space(uint64_t id, uint64_t bytes) {
   return Status::OK();
 }
 
-Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<const iovec> data, bool sync,
-                                    const PayloadChecksums* sums) {
+Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<const iovec> data,
+                                    bool sync, const PayloadChecksums* sums) {
   const uint64_t len = segments_length(data);
   if (id == 0) return Status::InvalidArgument("write: object id 0 is not an object");
   if (offset > options_.max_object_size || len > options_.max_object_size - offset) {
@@ -502,7 +502,8 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
   const uint64_t b0 = offset / kBlockSize;
   const uint64_t b1 = (end - 1) / kBlockSize;
   if (sums != nullptr && (sums->first_block != b0 || sums->full_block.size() != b1 - b0 + 1)) {
-    throw std::logic_error("ObjectStore::write: checksums of another payload for object " + std::to_string(id));
+    throw std::logic_error("ObjectStore::write: checksums of another payload for object " +
+                           std::to_string(id));
   }
   std::vector<uint32_t> crcs(b1 - b0 + 1);
   for (uint64_t b = b0; b <= b1; ++b) {
@@ -510,7 +511,8 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
     const uint64_t ns = std::max(bs, offset), ne = std::min(be, end);
     uint32_t crc;
     if (ns == bs && ne == be) {
-      crc = sums != nullptr ? sums->full_block[b - b0] : crc32c_segments(data, ns - offset, kBlockSize);
+      crc = sums != nullptr ? sums->full_block[b - b0]
+                            : crc32c_segments(data, ns - offset, kBlockSize);
     } else {
       // Partial block: merge with what it holds, after checking that (a
       // corrupt block must not get a fresh CRC over its bad bytes).
@@ -558,7 +560,8 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
   return obj->size;
 }
 
-Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::byte> dst, uint32_t* crc_out) {
+Result<uint64_t> ObjectStore::read(uint64_t id, uint64_t offset, std::span<std::byte> dst,
+                                   uint32_t* crc_out) {
   if (id == 0) return Status::InvalidArgument("read: object id 0 is not an object");
   auto got_obj = get(id, false);
   if (!got_obj.ok()) {

@@ -86,7 +86,8 @@ class ObjectStore {
   // not match its CRC: bad bytes are never returned.
   // crc, if given, is chained onto: on success it becomes
   // crc32c(bytes read, *crc), found by the same pass that verifies them.
-  Result<uint64_t> read(uint64_t id, uint64_t offset, std::span<std::byte> dst, uint32_t* crc = nullptr);
+  Result<uint64_t> read(uint64_t id, uint64_t offset, std::span<std::byte> dst,
+                        uint32_t* crc = nullptr);
 
   // Sets the size; the block that holds the new end gets a new CRC.
   // only_if_size: do nothing unless the object is exactly that long (a

@@ -50,7 +50,8 @@ TEST(Crc32cShift, CombineOfBlocksGivesThePayloadCrc) {
   for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>((i * 2654435761u) >> 13);
   Crc32cShift shift(4096);
   uint32_t running = 0;
-  for (size_t off = 0; off < s.size(); off += 4096) running = shift.combine(running, crc32c(s.data() + off, 4096));
+  for (size_t off = 0; off < s.size(); off += 4096)
+    running = shift.combine(running, crc32c(s.data() + off, 4096));
   EXPECT_EQ(running, crc32c(s.data(), s.size()));
 }
 

@@ -162,7 +162,9 @@ int main(int argc, char** argv) {
     dirs[i] = out.attr().ino();
   }
   auto name = [](int c, int i) { return "f" + std::to_string(c) + "_" + std::to_string(i); };
-  auto op_id = [](int c, int i) { return (static_cast<uint64_t>(c + 1) << 32) + static_cast<uint64_t>(i) + 1; };
+  auto op_id = [](int c, int i) {
+    return (static_cast<uint64_t>(c + 1) << 32) + static_cast<uint64_t>(i) + 1;
+  };
   std::atomic<int> errors{0};
   auto check = [&](const Status& s) {
     if (!s.ok() && errors++ == 0) std::fprintf(stderr, "mds_bench: %s\n", s.ToString().c_str());

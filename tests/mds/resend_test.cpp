@@ -153,7 +153,8 @@ TEST_F(Resend, DoneOpIdsExpireAfterTheirTime) {
   auto n = ns_->expire_done_ops(later + 601ull * 1000 * 1000 * 1000);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 1u);
-  EXPECT_EQ(ns_->unlink(unlink_req("f", 91)).code(), Code::kNotFound) << "forgotten, so a plain ENOENT";
+  EXPECT_EQ(ns_->unlink(unlink_req("f", 91)).code(), Code::kNotFound)
+      << "forgotten, so a plain ENOENT";
 }
 
 }  // namespace

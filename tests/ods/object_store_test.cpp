@@ -196,7 +196,8 @@ TEST(ObjectStore, ReadGivesTheCrcOfWhatItReturned) {
     uint32_t crc = 0x12345678;  // chained onto
     auto got = s->read(8, r.off, out, &crc);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(crc, surge::crc32c(out.data(), *got, 0x12345678)) << "read of " << r.len << " at " << r.off;
+    EXPECT_EQ(crc, surge::crc32c(out.data(), *got, 0x12345678))
+        << "read of " << r.len << " at " << r.off;
   }
 }
 

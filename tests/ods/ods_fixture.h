@@ -3,11 +3,10 @@
 // RpcChannel that sends CRCs with writes and checks them on reads.
 #pragma once
 
-
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -292,8 +292,10 @@ TEST_F(OdsPieceTest, BadPieceStoresThePiecesBeforeItAndNothingAfter) {
   auto r = client_->read(32, 0, d.size());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const auto piece = static_cast<std::ptrdiff_t>(kPiece);
-  EXPECT_TRUE(std::equal(r->begin(), r->begin() + 2 * piece, d.begin())) << "pieces 0 and 1 were checked and stored";
-  EXPECT_TRUE(std::equal(r->begin() + 2 * piece, r->end(), old.begin() + 2 * piece)) << "piece 2 on: untouched";
+  EXPECT_TRUE(std::equal(r->begin(), r->begin() + 2 * piece, d.begin()))
+      << "pieces 0 and 1 were checked and stored";
+  EXPECT_TRUE(std::equal(r->begin() + 2 * piece, r->end(), old.begin() + 2 * piece))
+      << "piece 2 on: untouched";
 }
 
 TEST_F(OdsPieceTest, BadPieceOfAnExtendingWriteLeavesTheOldSize) {
