@@ -10,6 +10,8 @@
 #  * the net layer's transport conformance tests (tests/net/), over RDMA:
 #    SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1 (a missing binary is
 #    a failure; SURGE_RDMA_CONFORMANCE_TESTS overrides the list).
+# A binary that hangs is killed after SURGE_RDMA_TEST_TIMEOUT seconds
+# (default 400) and counts as failed.
 set -u
 BUILD=${1:?usage: guest_suite.sh BUILD_DIR}
 export SURGE_BUILD_DIR=$BUILD
@@ -18,8 +20,8 @@ failed=()
 run() {
   local name=$1; shift
   echo "=== guest_suite: $name"
-  if "$@"; then echo "=== guest_suite: $name PASSED"; else
-    echo "=== guest_suite: $name FAILED (exit $?)"; failed+=("$name"); fi
+  if timeout -k 10 "${SURGE_RDMA_TEST_TIMEOUT:-400}" "$@"; then echo "=== guest_suite: $name PASSED"; else
+    echo "=== guest_suite: $name FAILED (exit $?; 124 is a timeout)"; failed+=("$name"); fi
 }
 for t in rdma_transport_test rdma_bad_input_test; do
   if [ ! -x "$BUILD/tests/rdma/$t" ]; then

@@ -4,7 +4,7 @@
 # command's exit status. This machine's own kernel has no RDMA stack; the
 # Debian kernel package (linux-image-amd64) does, so we boot that.
 #
-#   tests/rdma/vm_run.sh [--timeout SEC] [--mem MIB] [--cpus N] -- CMD [ARG...]
+#   tests/rdma/vm_run.sh [--timeout SEC] [--boot-timeout SEC] [--mem MIB] [--cpus N] -- CMD [ARG...]
 #
 # The guest:
 #   * boots /boot/vmlinuz-<newest>-amd64 with a tiny busybox initramfs that
@@ -19,23 +19,31 @@
 # log tail and console tail are printed); 124 on timeout; 126 when the guest
 # booted but has no working RDMA device (never a silent skip).
 #
+# Boot watchdog: a guest boots in seconds, but QEMU without KVM has been
+# seen (rarely, in CI) to sit silent before ever reaching CMD. A guest that
+# has not reported its RDMA device ready within --boot-timeout (default
+# 180 s) is killed, its kernel log shown, and booted once more. Only the
+# boot is retried: once the guest reports ready, CMD runs exactly once and
+# its result stands, pass or fail. --timeout bounds the whole call.
+#
 # Invariants: one VM per call, its job directory under /tmp (shared with the
 # guest) is removed on every exit path; QEMU is killed when this script is.
 set -uo pipefail
 
-TIMEOUT=900 MEM=2048 CPUS=2
+TIMEOUT=900 BOOT_TIMEOUT=180 BOOT_TRIES=2 MEM=2048 CPUS=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --timeout) TIMEOUT=$2; shift 2 ;;
+    --boot-timeout) BOOT_TIMEOUT=$2; shift 2 ;;
     --mem) MEM=$2; shift 2 ;;
     --cpus) CPUS=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
 if [ $# -eq 0 ]; then
-  echo "vm_run: usage: $0 [--timeout SEC] [--mem MIB] [--cpus N] -- CMD [ARG...]" >&2
+  echo "vm_run: usage: $0 [--timeout SEC] [--boot-timeout SEC] [--mem MIB] [--cpus N] -- CMD [ARG...]" >&2
   exit 2
 fi
 
@@ -81,12 +89,17 @@ build_initrd() {
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+# Progress goes to the serial console (the host's kernel.log), so a guest
+# that stops somewhere says where.
+echo "vm_run-init: up \$(cut -d' ' -f1 /proc/uptime)s, loading modules" > /dev/console
 for m in $MODULES; do modprobe \$m || echo "vm_run-init: modprobe \$m failed"; done
+echo "vm_run-init: modules loaded, mounting the host root over 9p" > /dev/console
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none host /root || echo "vm_run-init: 9p mount failed"
 for d in proc sys dev; do mount --bind /\$d /root/\$d; done
 mount -t tmpfs run /root/run
 mkdir -p /root/dev/shm; mount -t tmpfs shm /root/dev/shm
 job=\$(sed -n 's/.*surge_job=\([^ ]*\).*/\1/p' /proc/cmdline)
+echo "vm_run-init: running \$job/guest.sh at \$(cut -d' ' -f1 /proc/uptime)s" > /dev/console
 chroot /root /bin/bash "\$job/guest.sh" > /root\$job/console 2>&1
 echo \$? > /root\$job/rc.tmp
 mv /root\$job/rc.tmp /root\$job/rc
@@ -128,6 +141,8 @@ trap 'exit 130' INT TERM
   echo 'ls /dev/infiniband/uverbs* >/dev/null 2>&1 || fail "no /dev/infiniband/uverbs* (ib_uverbs not loaded?)"'
   echo '[ -e /dev/infiniband/rdma_cm ] || fail "no /dev/infiniband/rdma_cm (rdma_ucm not loaded?)"'
   echo 'ulimit -l unlimited'
+  # The host's boot watchdog waits for this line.
+  echo 'echo "vm_run-guest: rxe0 ready after $(cut -d" " -f1 /proc/uptime)s of uptime"'
   printf 'cd %q || fail "cd %q"\n' "$PWD" "$PWD"
   # Same environment as the caller, minus what describes this shell only.
   export -p | grep -v -E '^declare -x (PWD|OLDPWD|SHLVL|_|HOSTNAME|TERM|TMUX[A-Z_]*)(=|$)'
@@ -138,16 +153,42 @@ trap 'exit 130' INT TERM
 tail -n +1 -f "$JOB/console" &
 TPID=$!
 
-timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 \
-  -machine q35 -cpu max -smp "$CPUS" -m "$MEM" \
-  -display none -monitor none -serial "file:$JOB/kernel.log" -no-reboot -nic none \
-  -kernel "/boot/vmlinuz-$KVER" -initrd "$INITRD" \
-  -append "console=ttyS0 loglevel=3 panic=-1 surge_job=$JOB" \
-  -virtfs "local,path=/,mount_tag=host,security_model=none,multidevs=remap" &
-QPID=$!
-wait "$QPID"
-QRC=$?
-QPID=""
+READY='^vm_run-guest: rxe0 ready'
+DEADLINE=$((SECONDS + TIMEOUT))
+QRC=0 BOOTED=0
+for try in $(seq 1 "$BOOT_TRIES"); do
+  : > "$JOB/console"
+  : > "$JOB/kernel.log"
+  left=$((DEADLINE - SECONDS))
+  [ "$left" -gt 0 ] || { QRC=124; break; }
+  timeout --kill-after=10 "$left" qemu-system-x86_64 \
+    -machine q35 -cpu max -smp "$CPUS" -m "$MEM" \
+    -display none -monitor none -serial "file:$JOB/kernel.log" -no-reboot -nic none \
+    -kernel "/boot/vmlinuz-$KVER" -initrd "$INITRD" \
+    -append "console=ttyS0 loglevel=4 panic=-1 surge_job=$JOB" \
+    -virtfs "local,path=/,mount_tag=host,security_model=none,multidevs=remap" &
+  QPID=$!
+  # Boot watchdog: the guest must report ready (or finish) in BOOT_TIMEOUT.
+  boot_end=$((SECONDS + BOOT_TIMEOUT))
+  while kill -0 "$QPID" 2>/dev/null; do
+    if grep -q "$READY" "$JOB/console" 2>/dev/null || [ -s "$JOB/rc" ]; then BOOTED=1; break; fi
+    if [ "$SECONDS" -ge "$boot_end" ]; then break; fi
+    sleep 0.5
+  done
+  if [ "$BOOTED" = 0 ] && kill -0 "$QPID" 2>/dev/null; then
+    echo "vm_run: the guest did not report ready within ${BOOT_TIMEOUT}s (boot $try of $BOOT_TRIES); kernel log tail:" >&2
+    tail -30 "$JOB/kernel.log" >&2
+    kill "$QPID" 2>/dev/null; wait "$QPID" 2>/dev/null
+    QPID="" QRC=125
+    continue
+  fi
+  wait "$QPID"
+  QRC=$?
+  QPID=""
+  # A guest that ended before ready (no RDMA device, say) is not retried:
+  # that is a result, reported below.
+  break
+done
 sleep 0.3
 kill "$TPID" 2>/dev/null; wait "$TPID" 2>/dev/null; TPID=""
 
