@@ -710,7 +710,10 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
   return FileRef(f);
 }
 
-void ClientImpl::retire_oldest_locked(InodeState& st) {
+void ClientImpl::retire_oldest_locked(InodeState& st, std::unique_lock<std::mutex>& wl) {
+  // The oldest may still be being sent by its writer (wb_mu released).
+  st.wb_cv.wait(wl, [&] { return st.inflight.empty() || st.inflight.front().batch != nullptr; });
+  if (st.inflight.empty()) return;  // another thread retired it meanwhile
   InodeState::PendingWrite w = std::move(st.inflight.front());
   st.inflight.pop_front();
   st.inflight_bytes -= w.length;
@@ -722,8 +725,8 @@ void ClientImpl::retire_oldest_locked(InodeState& st) {
 }
 
 void ClientImpl::drain_writes(InodeState& st) {
-  std::lock_guard wl(st.wb_mu);
-  while (!st.inflight.empty()) retire_oldest_locked(st);
+  std::unique_lock wl(st.wb_mu);
+  while (!st.inflight.empty()) retire_oldest_locked(st, wl);
 }
 
 Status ClientImpl::take_write_error(InodeState& st) {
@@ -888,7 +891,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
   };
   const size_t limit = options_.write_behind_bytes;
   if (limit > 0 && len <= limit) {
-    std::lock_guard wl(st.wb_mu);
+    std::unique_lock wl(st.wb_mu);
     auto overlaps = [&] {
       for (const auto& w : st.inflight) {
         if (offset < w.offset + w.length && w.offset < offset + len) return true;
@@ -896,7 +899,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
       return false;
     };
     while (!st.inflight.empty() && (st.inflight_bytes + len > limit || overlaps())) {
-      retire_oldest_locked(st);
+      retire_oldest_locked(st, wl);
     }
     InodeState::PendingWrite w;
     w.offset = offset;
@@ -921,17 +924,24 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
     }
     if (src != nullptr) {
       // Ordered now: the write is in the in-flight list before wb_mu is let
-      // go, so no later overlapping write can pass it. The caller may
-      // acknowledge before the bytes leave (wb_mu keeps the next write of
-      // this file waiting only while this one is being sent).
+      // go, so no later overlapping write can pass it (it waits to retire
+      // this one, which waits for the send below). The caller may
+      // acknowledge before the bytes leave. References to deque elements
+      // survive pushes and pops of others, and this one is popped only
+      // after its batch is attached.
+      st.inflight_bytes += len;
+      InodeState::PendingWrite& mine = st.inflight.emplace_back(std::move(w));
       note_written();
       accepted();
-      w.batch = io_->start_write(f.ino(), layout, src, len, offset);
-      st.inflight_bytes += len;
-      st.inflight.push_back(std::move(w));
+      wl.unlock();
+      std::unique_ptr<WriteBatch> batch = io_->start_write(f.ino(), layout, src, len, offset);
+      wl.lock();
+      mine.batch = std::move(batch);
+      wl.unlock();
+      st.wb_cv.notify_all();
       return len;
     }
-    while (!st.inflight.empty()) retire_oldest_locked(st);  // no memory: write through
+    while (!st.inflight.empty()) retire_oldest_locked(st, wl);  // no memory: write through
   } else {
     drain_writes(st);
   }

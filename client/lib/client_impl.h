@@ -11,8 +11,8 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -41,19 +41,24 @@ struct InodeState {
   int last_flags = 0;
   Status write_error;         // a write-behind failure, reported once
 
-  // Write behind. wb_mu serializes issuing and retiring in-flight writes,
-  // so "nothing in flight" is true when a drain returns, and no two
+  // Write behind. wb_mu orders issuing and retiring in-flight writes, so
+  // "nothing in flight" is true when a drain returns, and no two
   // overlapping writes are ever in flight at once (data servers may apply
-  // concurrent requests in any order).
+  // concurrent requests in any order). A write joins `inflight` under
+  // wb_mu, then is sent with wb_mu released (so writers of other ranges of
+  // the file, such as the FUSE workers of one stream, send side by side);
+  // until its batch is attached it cannot be retired: retiring waits on
+  // wb_cv for that.
   struct PendingWrite {
     uint64_t offset = 0;
     uint64_t length = 0;
     net::PoolBuffer pool_copy;             // the bytes, when a pool buffer was free
     std::unique_ptr<std::byte[]> heap_copy;
     std::unique_ptr<RegisteredBuffer> owned;  // the caller's buffer (pwrite_from)
-    std::unique_ptr<WriteBatch> batch;     // destroyed (waited for) first
+    std::unique_ptr<WriteBatch> batch;     // null while being sent; destroyed first
   };
   std::mutex wb_mu;
+  std::condition_variable wb_cv;      // a batch was attached to an in-flight write
   std::deque<PendingWrite> inflight;  // oldest first; guarded by wb_mu
   uint64_t inflight_bytes = 0;        // guarded by wb_mu
 
@@ -158,7 +163,8 @@ class ClientImpl : public Client {
   Status report_size(InodeState& st, bool force);
   // Waits for every write in flight on st; failures go to st.write_error.
   void drain_writes(InodeState& st);
-  void retire_oldest_locked(InodeState& st);  // wb_mu held
+  // wb_mu held by `wl`; may wait (releasing it) for the oldest write's send.
+  void retire_oldest_locked(InodeState& st, std::unique_lock<std::mutex>& wl);
   // pwrite and pwrite_from: owned (may be null) is the caller's buffer that
   // holds buf, kept instead of a copy; on_accepted (may be null) as in
   // Client::pwrite_from.
