@@ -73,6 +73,11 @@ Status apply_option(MountConfig& m, const std::string& opt) {
   } else if (key == "readahead_kb") {
     SURGE_ASSIGN_OR_RETURN(uint64_t kb, to_uint(key, val));
     m.readahead_kb = static_cast<uint32_t>(kb);
+  } else if (key == "wronly_direct") {
+    if (val != "0" && val != "1") {
+      return Status::InvalidArgument("mount option wronly_direct=" + val + ": 0 or 1");
+    }
+    m.fs.wronly_direct = val == "1";
   } else if (key == "max_threads") {
     SURGE_ASSIGN_OR_RETURN(uint64_t n, to_uint(key, val));
     m.max_threads = static_cast<unsigned>(std::max<uint64_t>(n, 1));
@@ -107,6 +112,7 @@ std::string usage() {
          "  mds_timeout_ms=N   how long an unreachable MDS is retried (30000)\n"
          "  readahead_kb=N     read-ahead of the mount (default 4096)\n"
          "  max_threads=N      FUSE worker threads (default 16)\n"
+         "  wronly_direct=0|1  write-only opens bypass the page cache (default 1)\n"
          "  log_level=L, log_file=PATH, pid_file=PATH\n"
          "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
          "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";

@@ -248,8 +248,10 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* n
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
-  // The kernel places O_APPEND writes itself (at its i_size).
-  auto f = fs.client().open(ino, fi->flags & ~O_APPEND, caller_of(req));
+  // O_APPEND writes are placed by libsurge at the file's end as the MDS and
+  // this client know it; the kernel's i_size may be older (another mount
+  // appended since), which is why such opens are direct (direct_io_for).
+  auto f = fs.client().open(ino, fi->flags, caller_of(req));
   if (!f.ok()) {
     fuse_reply_err(req, err_of(f.status(), "open", ino));
     return;
@@ -262,7 +264,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // makes this safe inside the open request.
   if (fs.session() != nullptr) fuse_lowlevel_notify_inval_inode(fs.session(), ino, -1, 0);
   fi->keep_cache = 0;
-  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  fi->direct_io = direct_io_for(fs.options(), fi->flags) ? 1 : 0;
   if (fuse_reply_open(req, fi) != 0) {
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
     (void)fs.client().close(std::move(of->file));
@@ -274,14 +276,14 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
   Attr a;
-  auto f = fs.client().create(parent, name, mode, fi->flags & ~O_APPEND, caller_of(req), &a);
+  auto f = fs.client().create(parent, name, mode, fi->flags, caller_of(req), &a);
   if (!f.ok()) {
     fuse_reply_err(req, err_of(f.status(), "create", parent));
     return;
   }
   fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
   fi->keep_cache = 0;
-  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  fi->direct_io = direct_io_for(fs.options(), fi->flags) ? 1 : 0;
   fuse_entry_param e = entry_of(fs, a);
   fs.remember(a.ino);
   if (fuse_reply_create(req, &e, fi) != 0) {
@@ -548,6 +550,13 @@ fuse_lowlevel_ops make_ops() {
 const fuse_lowlevel_ops* SurgeFs::ops() {
   static const fuse_lowlevel_ops kOps = make_ops();
   return &kOps;
+}
+
+bool direct_io_for(const FsOptions& o, int open_flags) {
+  // Appends bypass the page cache always: libsurge places them, not the
+  // kernel, so cached pages at the kernel's (possibly stale) end would lie.
+  if (open_flags & (O_DIRECT | O_APPEND)) return true;
+  return o.wronly_direct && (open_flags & O_ACCMODE) == O_WRONLY;
 }
 
 void SurgeFs::remember(Ino ino) {

@@ -28,7 +28,18 @@ struct FsOptions {
   uint32_t max_readahead = 1u << 20;  // per request (FUSE init)
   uint32_t max_background = 64;
   bool server_permissions = true;     // pass access() to the MDS
+  // Files opened write-only bypass the kernel page cache: the kernel hands
+  // the writer's own pages to us, sparing the page-cache copy and
+  // allocation that bound a streaming writer (cp, tar, dd, IOR write
+  // phases). Such a descriptor cannot be mmapped anyway, and the kernel
+  // drops cached pages of the range each direct write covers.
+  bool wronly_direct = true;
 };
+
+// Whether an open with these flags gets FOPEN_DIRECT_IO: O_DIRECT, O_APPEND
+// (libsurge places appends at the true end, which the kernel may not
+// know), and write-only opens when wronly_direct is set.
+bool direct_io_for(const FsOptions& o, int open_flags);
 
 class SurgeFs {
  public:

@@ -531,6 +531,33 @@ TEST_F(PosixMount, MmapThroughThePageCache) {
   close(fd);
 }
 
+TEST_F(PosixMount, WriteOnlyDescriptorsStayCoherentWithCachedOnes) {
+  // Write-only opens bypass the page cache (wronly_direct); what they
+  // write is still what a cached descriptor and a shared mapping of the
+  // same file see next.
+  std::string path = dir_ + "/mixed";
+  const size_t len = 3 * kStripe + 100;
+  ASSERT_TRUE(write_file(path, std::string(len, 'a')).ok());
+  int rw = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(rw, 0);
+  std::string got(len, '\0');
+  ASSERT_EQ(::pread(rw, got.data(), len, 0), static_cast<ssize_t>(len));  // now cached
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, rw, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  std::string fresh = random_bytes(len - 1000, 5);
+  int wo = ::open(path.c_str(), O_WRONLY);
+  ASSERT_GE(wo, 0);
+  ASSERT_EQ(::pwrite(wo, fresh.data(), fresh.size(), 500), static_cast<ssize_t>(fresh.size()));
+  ASSERT_EQ(close(wo), 0);
+  std::string expect(len, 'a');
+  memcpy(&expect[500], fresh.data(), fresh.size());
+  ASSERT_EQ(::pread(rw, got.data(), len, 0), static_cast<ssize_t>(len));
+  EXPECT_TRUE(got == expect) << "read through the cached descriptor";
+  EXPECT_EQ(memcmp(p, expect.data(), len), 0) << "read through the shared mapping";
+  munmap(p, len);
+  close(rw);
+}
+
 TEST_F(PosixMount, StatfsAndFsync) {
   struct statvfs v;
   ASSERT_EQ(statvfs(mnt_.c_str(), &v), 0);

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "tests/client/local_cluster.h"
 
 namespace surge::test {
@@ -43,6 +45,37 @@ TEST(TwoMounts, CloseToOpen) {
   // And writes from B come back to A.
   ASSERT_TRUE(write_file(*b + "/fromb", "from b").ok());
   EXPECT_EQ(*read_file(*a + "/fromb"), "from b");
+}
+
+TEST(TwoMounts, WriteOnlyAppendsLandAfterTheOtherMountsData) {
+  // Each mount appends in turn through a write-only O_APPEND descriptor;
+  // every append must land at the end the other mount left, though this
+  // mount's kernel last saw a shorter file.
+  ClusterConfig cfg;
+  cfg.stripe_size = 64 * 1024;
+  cfg.stripe_count = 3;
+  auto c = LocalCluster::Start(cfg);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto a = (*c)->mount("a");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = (*c)->mount("b");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  std::string expect;
+  for (int i = 0; i < 8; ++i) {
+    const std::string& m = (i % 2 == 0) ? *a : *b;
+    int fd = ::open((m + "/log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    std::string rec = "record " + std::to_string(i) + " " + random_bytes(5000 + i * 70001, i);
+    ASSERT_EQ(::write(fd, rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+    ASSERT_EQ(::close(fd), 0);
+    expect += rec;
+  }
+  for (const std::string* m : {&*a, &*b}) {
+    auto back = read_file(*m + "/log");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ASSERT_EQ(back->size(), expect.size()) << *m;
+    EXPECT_TRUE(*back == expect) << *m;
+  }
 }
 
 }  // namespace
