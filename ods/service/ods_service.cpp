@@ -222,8 +222,8 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   }
 
   // A write that fails after storing some pieces must not leave the object
-  // longer than it was (what a failed single write guarantees too): note
-  // the size to cut back to.
+  // longer than it was (what a failed single write guarantees too), or
+  // than its own offset, whichever is more: note the size to cut back to.
   uint64_t size_before = 0;
   if (npieces > 1) {
     auto st = store_.stat(id);
@@ -239,9 +239,13 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   uint64_t done = 0;
   auto undo_extension = [&](Status st) {
     // Only our own extension: if the object is no longer exactly where our
-    // last piece left it, another writer has grown it and it stays.
-    if (done > 0 && size == off + done && size > size_before) {
-      Status ts = store_.truncate(id, size_before, size);
+    // last piece left it, another writer has grown it and it stays. And
+    // never below our own offset: what lies before it is not ours, and
+    // another writer may have stored (and been acknowledged for) bytes
+    // there while our pieces arrived; cutting them would lose them.
+    const uint64_t back_to = std::max(size_before, off);
+    if (done > 0 && size == off + done && size > back_to) {
+      Status ts = store_.truncate(id, back_to, size);
       if (!ts.ok())
         SLOG_ERROR("write {}: cannot undo the extension of a failed write: {}", obj_name(id),
                    ts.ToString());

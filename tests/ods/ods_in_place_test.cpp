@@ -1,3 +1,5 @@
+// Writes whose payload a raw client holds back.
+//
 // The TCP transport runs brief ODS handlers (read, write, stat, statfs) in
 // place on its I/O thread when that thread has nothing else in service and
 // the request's payload has arrived (net/tcp/tcp_server.cpp). These tests
@@ -5,6 +7,10 @@
 // served by a worker, so the thread's other connections go on being
 // served, and the stalled write still completes once its bytes arrive.
 // The daemon runs with one I/O thread, so every connection shares it.
+//
+// A write stored piece by piece while its payload arrives, that then fails
+// (a bad piece), must not take back more than its own extension: another
+// writer's acknowledged bytes before its offset stay.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,9 +22,11 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "net/auth.h"
 #include "net/frame.h"
+#include "net/proto/ods_write_pieces.h"
 #include "tests/ods/ods_fixture.h"
 
 namespace surge::ods::testing {
@@ -75,6 +83,12 @@ class RawOdsConn {
     q.set_offset(0);
     q.set_length(data.size());
     q.set_crc32c(surge::crc32c(data.data(), data.size()));
+    return send_write(request_id, q, data, sent);
+  }
+
+  // The request q (its length is data's) with only `sent` payload bytes.
+  Status send_write(uint64_t request_id, const pb::WriteRequest& q,
+                    std::span<const std::byte> data, size_t sent) {
     std::string body = q.SerializeAsString();
     net::BulkDescriptor d;
     d.length = data.size();
@@ -199,6 +213,51 @@ TEST_F(OdsInPlaceTest, StalledWritePayloadDoesNotHoldUpOtherConnections) {
   auto back = other->read(1, 0, data.size());
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, data);
+}
+
+TEST_F(OdsInPlaceTest, FailedPiecewiseWriteKeepsAnotherWritersBytesBeforeItsOffset) {
+  // A writes [1 MiB, 1.75 MiB) of an empty object in 256 KiB pieces and
+  // holds its third piece back after two are stored; B then writes and is
+  // acknowledged for [0, 1 MiB); A's third piece fails its CRC. Undoing A's
+  // extension must stop at A's offset, not at the empty object A began on.
+  constexpr uint64_t kPiece = pb::kWritePieceBytes;
+  constexpr uint64_t kOff = 1 << 20;
+  RawOdsConn a("127.0.0.1", port_);
+  ASSERT_TRUE(a.handshake(key_of(key_file_)).ok());
+  const auto data = pattern(3 * kPiece, 51);
+  pb::WriteRequest q;
+  q.set_object_id(7);
+  q.set_offset(kOff);
+  q.set_length(data.size());
+  pb::set_piece_crcs(q, data.data(), data.size());
+  q.set_piece_crc32c(2, q.piece_crc32c(2) ^ 1);
+  ASSERT_TRUE(a.send_write(1, q, data, 2 * kPiece).ok());
+
+  OdsClient b(address_, key_of(key_file_), milliseconds(5000));
+  // A's two pieces are stored while its third is awaited.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  uint64_t size = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto st = b.stat(7);
+    if (st.ok() && (size = *st) == kOff + 2 * kPiece) break;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(size, kOff + 2 * kPiece) << "A's first two pieces were not stored in time";
+  const auto mine = pattern(kOff, 52);
+  auto w = b.write(7, 0, mine);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+
+  ASSERT_TRUE(a.send_bytes(data.data() + 2 * kPiece, kPiece).ok());
+  auto reply = a.read_frame();
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->first.status, static_cast<uint16_t>(Code::kCorruption)) << reply->second;
+
+  auto back = b.read(7, 0, kOff);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, mine) << "B's acknowledged write was cut";
+  auto st = b.stat(7);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(*st, kOff) << "A's own extension is undone, down to its offset";
 }
 
 }  // namespace
