@@ -6,7 +6,8 @@
 #   * libsurge directly (surge-bench --api native), sequential 1 MiB writes
 #     then reads, 1 and 2 jobs (file per job);
 #   * fio through the FUSE mount, the same pattern, reads after a remount
-#     (the page cache holds nothing of the files);
+#     (the page cache holds nothing of the files); writes also with
+#     O_DIRECT, beside the buffered ones, to show the page cache's share;
 # and prints MiB/s and the ratios native/iperf3 and mount/native. Each
 # figure is the best of REPEAT runs (default 3): on a shared machine the
 # other load only ever makes a run slower.
@@ -94,18 +95,23 @@ remount() {
   "$BUILD/client/fuse/surge-fuse" "$MDS" "$MNT" \
     -o "key_file=$KEY,allow_other,log_file=$DIR/logs/fuse.log,pid_file=$DIR/run/fuse.pid"
 }
-fio_mibs() {  # rw jobs -> MiB/s
-  local per=$((total / $2)) field
-  [ "$1" = write ] && field=48 || field=7
+fio_mibs() {  # rw jobs [fio flags] -> MiB/s
+  local per=$((total / $2)) field rw=$1 jobs=$2
+  shift 2
+  [ "$rw" = write ] && field=48 || field=7
   local lay=()
-  [ "$1" = write ] && [ "$LAYOUT" = 1 ] && lay=(--overwrite=1)  # laid out before the clock starts
-  fio --name=seq --directory="$MNT" --rw="$1" --bs=1m --size="$per" --numjobs="$2" "${lay[@]}" \
+  [ "$rw" = write ] && [ "$LAYOUT" = 1 ] && lay=(--overwrite=1)  # laid out before the clock starts
+  fio --name=seq --directory="$MNT" --rw="$rw" --bs=1m --size="$per" --numjobs="$jobs" "${lay[@]}" "$@" \
     --ioengine=psync --end_fsync=1 --group_reporting --output-format=terse --terse-version=3 |
     awk -F';' -v f=$field '{ printf "%.0f", $f / 1024 }'
 }
 for _ in $(seq 1 "$REPEAT"); do
   for j in 1 2; do
     keep_best mw,$j "$(fio_mibs write $j)"
+    # Beside it, for what the page cache costs: the same with O_DIRECT (fio
+    # opens O_RDWR, so its buffered writes take the page cache; write-only
+    # opens such as cp's and dd's bypass it as these do).
+    keep_best md,$j "$(fio_mibs write $j --direct=1)"
     remount  # reads start with an empty page cache
     keep_best mr,$j "$(fio_mibs read $j)"
     rm -f "$MNT"/seq.*
@@ -119,10 +125,12 @@ printf "%-28s %10s %10s\n" "iperf3 loopback (MiB/s)" "${R[iperf,1]}" "${R[iperf,
 printf "%-28s %10s %10s\n" "libsurge write (MiB/s)" "${R[nw,1]}" "${R[nw,2]}"
 printf "%-28s %10s %10s\n" "libsurge read (MiB/s)" "${R[nr,1]}" "${R[nr,2]}"
 printf "%-28s %10s %10s\n" "mount fio write (MiB/s)" "${R[mw,1]}" "${R[mw,2]}"
+printf "%-28s %10s %10s\n" "mount fio write O_DIRECT" "${R[md,1]}" "${R[md,2]}"
 printf "%-28s %10s %10s\n" "mount fio read (MiB/s)" "${R[mr,1]}" "${R[mr,2]}"
 printf "%-28s %10s %10s\n" "libsurge write / iperf3" "$(ratio "${R[nw,1]}" "${R[iperf,1]}")" "$(ratio "${R[nw,2]}" "${R[iperf,2]}")"
 printf "%-28s %10s %10s\n" "libsurge read / iperf3" "$(ratio "${R[nr,1]}" "${R[iperf,1]}")" "$(ratio "${R[nr,2]}" "${R[iperf,2]}")"
 printf "%-28s %10s %10s\n" "mount write / libsurge" "$(ratio "${R[mw,1]}" "${R[nw,1]}")" "$(ratio "${R[mw,2]}" "${R[nw,2]}")"
 printf "%-28s %10s %10s\n" "mount read / libsurge" "$(ratio "${R[mr,1]}" "${R[nr,1]}")" "$(ratio "${R[mr,2]}" "${R[nr,2]}")"
+printf "%-28s %10s %10s\n" "(O_DIRECT write / libsurge)" "$(ratio "${R[md,1]}" "${R[nw,1]}")" "$(ratio "${R[md,2]}" "${R[nw,2]}")"
 echo "(best of $REPEAT; writes over $([ "$LAYOUT" = 1 ] && echo "laid-out" || echo "fresh") files;" \
   "targets: libsurge >= 0.70 of iperf3, mount >= 0.60 of libsurge; read-ahead 4096 KiB)"
