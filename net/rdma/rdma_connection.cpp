@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -546,21 +547,90 @@ void RdmaConnection::poll_cq() {
   ibv_wc wcs[32];
   for (;;) {
     if (cq_ == nullptr) return;
-    int n = ibv_poll_cq(cq_, 32, wcs);
-    if (n <= 0) {
-      if (n < 0) fail(Status::IOError("rdma: ibv_poll_cq failed on " + peer_));
-      return;
-    }
-    for (int i = 0; i < n; ++i) {
-      if (wcs[i].wr_id & kRecvFlag) {
-        handle_recv(wcs[i]);
-      } else {
-        handle_send(wcs[i]);
+    if (reaped_.empty()) {
+      int n = ibv_poll_cq(cq_, 32, wcs);
+      if (n <= 0) {
+        if (n < 0) fail(Status::IOError("rdma: ibv_poll_cq failed on " + peer_));
+        return;
       }
+      reaped_.insert(reaped_.end(), wcs, wcs + n);
+    }
+    // A handler run in place (under handle_recv) reaps on its own and
+    // leaves the receives it finds here, behind the ones polled before.
+    while (!reaped_.empty()) {
+      ibv_wc wc = reaped_.front();
+      reaped_.pop_front();
+      dispatch(wc);
     }
     std::lock_guard lk(mu_);
     maybe_destroy_locked();
   }
+}
+
+void RdmaConnection::dispatch(const ibv_wc& wc) {
+  if (wc.wr_id & kRecvFlag) {
+    handle_recv(wc);
+  } else {
+    handle_send(wc);
+  }
+}
+
+bool RdmaConnection::messages_waiting() const {
+  return std::any_of(reaped_.begin(), reaped_.end(),
+                     [](const ibv_wc& wc) { return (wc.wr_id & kRecvFlag) != 0; });
+}
+
+Status RdmaConnection::wait_on_loop(OpWaiter& waiter) {
+  auto keep = shared_from_this();
+  auto done = [&] {
+    std::lock_guard lk(waiter.mu);
+    return waiter.remaining == 0;
+  };
+  // Send completions polled before the handler ran go first: handle_send
+  // retires every earlier work request, so their order must hold.
+  std::vector<ibv_wc> sends;
+  std::deque<ibv_wc> recvs;
+  for (const ibv_wc& wc : reaped_) {
+    if (wc.wr_id & kRecvFlag) {
+      recvs.push_back(wc);
+    } else {
+      sends.push_back(wc);
+    }
+  }
+  reaped_.swap(recvs);
+  for (const ibv_wc& wc : sends) handle_send(wc);
+  ibv_wc wcs[16];
+  while (!done()) {
+    // Destroyed: every signaled work request (ours too) has completed.
+    if (cq_ == nullptr) break;
+    int n = ibv_poll_cq(cq_, 16, wcs);
+    if (n < 0) {
+      Status st = Status::IOError("rdma: ibv_poll_cq failed on " + peer_);
+      fail(st);
+      return st;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (wcs[i].wr_id & kRecvFlag) {
+        reaped_.push_back(wcs[i]);
+      } else {
+        handle_send(wcs[i]);
+      }
+    }
+    if (n > 0 || loop_->polling()) continue;
+    // Empty and armed (every event consumed re-arms before the next poll):
+    // sleep until the next completion. The timeout only bounds a miss.
+    pollfd p{comp_->fd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+    ibv_cq* ev_cq = nullptr;
+    void* ev_ctx = nullptr;
+    while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
+    if (ibv_req_notify_cq(cq_, 0) != 0) SLOG_ERROR("rdma: re-arming the CQ of {} failed", peer_);
+  }
+  std::lock_guard lk(waiter.mu);
+  if (waiter.remaining != 0) {
+    return Status::Disconnected("rdma: connection to " + peer_ + " closed during a bulk transfer");
+  }
+  return waiter.status;
 }
 
 void RdmaConnection::handle_recv(const ibv_wc& wc) {
@@ -945,9 +1015,6 @@ void RdmaConnection::release_window(const Window& win) {
 
 Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uint64_t remote,
                                uint32_t rkey) {
-  if (loop_->in_loop()) {
-    throw std::logic_error("rdma: blocking bulk operation on the event loop thread");
-  }
   if (len == 0) return Status::OK();
   auto keys = device_ ? device_->find_keys(local, len) : std::nullopt;
   if (!keys) {
@@ -976,6 +1043,8 @@ Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uin
     }
     pump_locked();
   }
+  // A handler run in place: nobody else would reap the completions.
+  if (loop_->in_loop()) return wait_on_loop(*waiter);
   std::unique_lock lk(waiter->mu);
   waiter->cv.wait(lk, [&] { return waiter->remaining == 0; });
   return waiter->status;
@@ -1091,6 +1160,7 @@ void RdmaConnection::maybe_destroy_locked() {
   if (qp_ != nullptr) rdma_destroy_qp(id_);
   qp_ = nullptr;
   posted_.clear();
+  reaped_.clear();
   if (cq_ != nullptr && ibv_destroy_cq(cq_) != 0) {
     SLOG_ERROR("rdma: ibv_destroy_cq for {} failed", peer_);
   }

@@ -130,8 +130,11 @@ class RdmaConnection final : public CmEventTarget,
   // Queues one message (any thread). Disconnected once closed.
   Status send_message(std::string msg);
 
-  // One-sided, blocking (never on the loop thread). `local` must lie in
-  // memory registered with this connection's device.
+  // One-sided, blocking. `local` must lie in memory registered with this
+  // connection's device. On a worker the caller sleeps until the loop
+  // thread reaps the completions; on the loop thread itself (a handler run
+  // in place) it reaps this connection's CQ while it waits (see
+  // wait_on_loop).
   Status read(std::span<std::byte> local, uint64_t remote_addr, uint32_t rkey);
   Status write(std::span<const std::byte> local, uint64_t remote_addr, uint32_t rkey);
   // Non-blocking RDMA WRITE of the first `len` bytes of `staged` (a buffer
@@ -162,6 +165,11 @@ class RdmaConnection final : public CmEventTarget,
   // Closes with `why` (any thread; idempotent). Synchronous: no callback
   // runs after it returns.
   void close(const Status& why);
+
+  // Loop thread, from on_message: whether more received messages of this
+  // connection wait to be delivered behind the current one (then a handler
+  // should not run in place and hold them up).
+  bool messages_waiting() const;
 
   bool ready() const;
   // True once every verbs resource is gone (tests, orderly shutdown).
@@ -201,6 +209,12 @@ class RdmaConnection final : public CmEventTarget,
   void repost(const std::vector<uint32_t>& slots, bool data);
   void pump_locked();
   Status bulk_op(bool is_read, std::byte* local, uint64_t len, uint64_t remote, uint32_t rkey);
+  // Loop thread: waits for `waiter` by reaping this CQ itself, sleeping on
+  // the completion channel when it is empty. Send completions are handled
+  // at once; receives go to reaped_ for poll_cq, so no handler ever runs
+  // inside another.
+  Status wait_on_loop(OpWaiter& waiter);
+  void dispatch(const ibv_wc& wc);
   // Loop thread.
   void shutdown(const Status& why);
   // shutdown() for a fault of the peer or the device: logged as a warning
@@ -267,6 +281,9 @@ class RdmaConnection final : public CmEventTarget,
   bool close_after_send_ = false;
   std::shared_ptr<RdmaConnection> self_;  // keeps us alive until destroyed
 
+  // Loop thread only: completions polled from the CQ and not handled yet,
+  // in CQ order (a handler run in place leaves receives here).
+  std::deque<ibv_wc> reaped_;
   // Loop thread only: the message being reassembled.
   std::vector<uint32_t> frag_slots_;
   std::string frag_data_;

@@ -348,8 +348,14 @@ class RdmaServerConnection final : public ServerConnection {
 class RdmaRequestBulk final : public RequestBulk {
  public:
   RdmaRequestBulk(std::shared_ptr<RdmaConnection> conn, std::vector<BulkDescriptor> descs,
-                  BufferPool* pool)
-      : conn_(std::move(conn)), descs_(std::move(descs)), pool_(pool) {}
+                  BufferPool* pool, std::shared_ptr<std::atomic<uint32_t>> in_service)
+      : conn_(std::move(conn)),
+        descs_(std::move(descs)),
+        pool_(pool),
+        in_service_(std::move(in_service)) {
+    in_service_->fetch_add(1);
+  }
+  ~RdmaRequestBulk() override { finish(); }
 
   size_t count() const override { return descs_.size(); }
   uint64_t length(size_t region) const override {
@@ -367,7 +373,12 @@ class RdmaRequestBulk final : public RequestBulk {
     SURGE_RETURN_IF_ERROR(check(region, offset, src.size(), BulkAccess::kServerPush, "push"));
     return transfer(false, descs_[region], offset, const_cast<std::byte*>(src.data()), src.size());
   }
-  void finish() override {}
+  // The handler is done with the request (called once by the core; the
+  // destructor covers a request dropped without it).
+  void finish() override {
+    if (!finished_) in_service_->fetch_sub(1);
+    finished_ = true;
+  }
 
  private:
   Status check(size_t region, uint64_t offset, uint64_t len, BulkAccess want,
@@ -437,6 +448,8 @@ class RdmaRequestBulk final : public RequestBulk {
   std::shared_ptr<RdmaConnection> conn_;
   std::vector<BulkDescriptor> descs_;
   BufferPool* pool_;
+  std::shared_ptr<std::atomic<uint32_t>> in_service_;
+  bool finished_ = false;
 };
 
 class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTarget {
@@ -607,7 +620,15 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
     req.body.assign(reinterpret_cast<const char*>(bytes.data()) + kFrameHeaderSize,
                     hr->body_length);
     m.release();  // body copied: give the receive buffer back now
-    req.bulk = std::make_unique<RdmaRequestBulk>(sc->conn(), std::move(descs), options_.pool);
+    // A brief handler runs right here, on the loop thread (no hand-off to
+    // a worker and back), when that holds nobody up: no other request of
+    // this server is in service (a worker's READ or WRITE needs this
+    // thread to reap its completion, and might hold the pool buffer an
+    // in-place handler would wait for) and no message of this connection
+    // waits behind it. Its own bulk operations reap the CQ while they wait.
+    req.may_block_here = in_service_->load() == 0 && !sc->conn()->messages_waiting();
+    req.bulk =
+        std::make_unique<RdmaRequestBulk>(sc->conn(), std::move(descs), options_.pool, in_service_);
     sink_->on_request(sc, std::move(req));
   }
 
@@ -618,6 +639,8 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
   uint16_t port_ = 0;
   std::string address_;
   bool stopping_ = false;  // loop thread
+  // Requests delivered whose handlers have not finished (any thread).
+  std::shared_ptr<std::atomic<uint32_t>> in_service_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::unordered_map<RdmaServerConnection*, std::shared_ptr<RdmaServerConnection>> conns_;
 };
 
