@@ -198,7 +198,7 @@ Status RdmaConnection::setup_verbs() {
   });
   if (loop_->polling()) {
     loop_->add_poller(this, [weak] {
-      if (auto c = weak.lock()) c->poll_cq();
+      if (auto c = weak.lock()) c->on_poll();
     });
   }
   return Status::OK();
@@ -531,6 +531,10 @@ void RdmaConnection::handle_handshake(std::span<const std::byte> frame) {
 
 void RdmaConnection::on_cq_readable() {
   if (comp_ == nullptr) return;
+  // A caller is reaping (drive): it consumes the events too.
+  std::unique_lock rl(reap_mu_, std::try_to_lock);
+  if (!rl.owns_lock()) return;
+  reaper_ = std::this_thread::get_id();
   ibv_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
   while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) {
@@ -540,6 +544,79 @@ void RdmaConnection::on_cq_readable() {
     SLOG_ERROR("rdma: re-arming the CQ of {} failed", peer_);
   }
   poll_cq();
+  reaper_ = std::thread::id();
+}
+
+void RdmaConnection::on_poll() {
+  std::unique_lock rl(reap_mu_, std::try_to_lock);
+  if (!rl.owns_lock()) return;
+  reaper_ = std::this_thread::get_id();
+  poll_cq();
+  reaper_ = std::thread::id();
+}
+
+bool RdmaConnection::drive(const std::function<bool()>& done,
+                           std::chrono::steady_clock::time_point deadline) {
+  if (loop_->in_loop() || loop_->polling()) return false;
+  std::unique_lock rl(reap_mu_, std::try_to_lock);
+  if (!rl.owns_lock()) return false;
+  int fd;
+  {
+    std::lock_guard lk(mu_);
+    if (state_ != State::kReady || comp_ == nullptr) return false;
+    ++drivers_;  // keeps the CQ and its channel until we are out
+    fd = comp_->fd;
+  }
+  auto keep = shared_from_this();
+  reaper_ = std::this_thread::get_id();
+  loop_->pause_fd(fd);
+  ibv_wc wcs[16];
+  while (!done() && ready()) {
+    if (!reaped_.empty()) {  // left by the loop thread: they come first
+      ibv_wc wc = reaped_.front();
+      reaped_.pop_front();
+      dispatch(wc);
+      continue;
+    }
+    int n = ibv_poll_cq(cq_, 16, wcs);
+    if (n < 0) {
+      fail(Status::IOError("rdma: ibv_poll_cq failed on " + peer_));
+      break;
+    }
+    if (n > 0) {
+      reaped_.insert(reaped_.end(), wcs, wcs + n);
+      continue;
+    }
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    // Empty and armed (every event consumed re-arms before the next poll):
+    // sleep until a completion. The cap only bounds a miss.
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+    ibv_cq* ev_cq = nullptr;
+    void* ev_ctx = nullptr;
+    while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
+    if (ibv_req_notify_cq(cq_, 0) != 0) SLOG_ERROR("rdma: re-arming the CQ of {} failed", peer_);
+  }
+  loop_->resume_fd(fd);  // events still pending now reach the loop
+  reaper_ = std::thread::id();
+  rl.unlock();
+  bool closing;
+  {
+    std::lock_guard lk(mu_);
+    --drivers_;
+    closing = state_ >= State::kClosing;
+  }
+  // A close while we reaped left the destroy to us (we may have taken
+  // the last flushes): the loop does it.
+  if (closing) {
+    loop_->post([keep] {
+      std::lock_guard lk(keep->mu_);
+      keep->maybe_destroy_locked();
+    });
+  }
+  return true;
 }
 
 void RdmaConnection::poll_cq() {
@@ -1099,6 +1176,11 @@ void RdmaConnection::close(const Status& why) {
     if (state_ >= State::kClosing) return;
   }
   loop_->run_sync([&] { shutdown(why); });
+  // A caller still in drive() may be delivering a message: wait for it, so
+  // no callback runs after close() returns (it leaves as it sees closing).
+  if (reaper_.load() != std::this_thread::get_id()) {
+    std::lock_guard rl(reap_mu_);
+  }
 }
 
 void RdmaConnection::fail(const Status& why) {
@@ -1111,6 +1193,11 @@ void RdmaConnection::fail(const Status& why) {
 }
 
 void RdmaConnection::shutdown(const Status& why) {
+  if (!loop_->in_loop()) {
+    // A caller in drive() found the fault: teardown is the loop's.
+    loop_->post([self = shared_from_this(), why] { self->shutdown(why); });
+    return;
+  }
   std::deque<std::unique_ptr<Wr>> dropped;
   bool notify = false;
   {
@@ -1148,7 +1235,10 @@ void RdmaConnection::maybe_destroy_locked() {
   // Unsignaled work requests may never report (done before the QP went to
   // the error state): the signaled ones and the receives are what must
   // drain, and destroying the QP stops the device touching the rest.
-  if (state_ != State::kClosing || signaled_outstanding_ != 0 || recvs_posted_ != 0) return;
+  if (state_ != State::kClosing || signaled_outstanding_ != 0 || recvs_posted_ != 0 ||
+      drivers_ != 0) {
+    return;
+  }
   state_ = State::kClosed;
   if (comp_ != nullptr) loop_->remove_fd(comp_->fd);
   loop_->remove_poller(this);

@@ -46,6 +46,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -56,6 +57,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -166,6 +168,14 @@ class RdmaConnection final : public CmEventTarget,
   // runs after it returns.
   void close(const Status& why);
 
+  // Client side, a caller's thread: reaps this connection's completions
+  // (replies delivered through on_message right here) until done() holds,
+  // `deadline` passes or the connection closes, sleeping on the completion
+  // channel, which the loop stops watching meanwhile. Saves the hand-off
+  // from the loop thread to the caller. Returns false at once when another
+  // thread reaps, the connection is not open or the loop polls.
+  bool drive(const std::function<bool()>& done, std::chrono::steady_clock::time_point deadline);
+
   // Loop thread, from on_message: whether more received messages of this
   // connection wait to be delivered behind the current one (then a handler
   // should not run in place and hold them up).
@@ -201,6 +211,7 @@ class RdmaConnection final : public CmEventTarget,
   std::string hello_private_data() const;
   Status apply_peer_private_data(std::string_view pd);
   void on_cq_readable();
+  void on_poll();
   void poll_cq();
   void handle_recv(const ibv_wc& wc);
   void handle_send(const ibv_wc& wc);
@@ -281,10 +292,17 @@ class RdmaConnection final : public CmEventTarget,
   bool close_after_send_ = false;
   std::shared_ptr<RdmaConnection> self_;  // keeps us alive until destroyed
 
-  // Loop thread only: completions polled from the CQ and not handled yet,
+  // Held by whoever reaps the CQ and handles completions: the loop thread,
+  // or a caller in drive() (then the loop skips this CQ). reaper_ names
+  // the holder, so close() from within a handler does not wait for itself.
+  std::mutex reap_mu_;
+  std::atomic<std::thread::id> reaper_{};
+  uint32_t drivers_ = 0;  // guarded by mu_: a caller in drive() (no destroy)
+
+  // Under reap_mu_: completions polled from the CQ and not handled yet,
   // in CQ order (a handler run in place leaves receives here).
   std::deque<ibv_wc> reaped_;
-  // Loop thread only: the message being reassembled.
+  // Under reap_mu_: the message being reassembled.
   std::vector<uint32_t> frag_slots_;
   std::string frag_data_;
 };

@@ -76,6 +76,19 @@ void RdmaEventLoop::remove_fd(int fd) {
   fds_.erase(fd);
 }
 
+void RdmaEventLoop::pause_fd(int fd) {
+  epoll_event ev{};
+  ev.data.fd = fd;
+  epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);  // epoll_ctl is thread-safe
+}
+
+void RdmaEventLoop::resume_fd(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev);
+}
+
 void RdmaEventLoop::add_poller(const void* key, std::function<void()> poll) {
   pollers_[key] = std::move(poll);
 }

@@ -63,6 +63,10 @@ class RdmaEventLoop {
   // Loop thread only.
   void add_fd(int fd, std::function<void()> on_readable);
   void remove_fd(int fd);
+  // Any thread: stops / restarts epoll reporting a registered fd while
+  // another thread waits on it itself (a caller reaping its own replies).
+  void pause_fd(int fd);
+  void resume_fd(int fd);
   void add_poller(const void* key, std::function<void()> poll);
   void remove_poller(const void* key);
   void run_after(std::chrono::milliseconds delay, std::function<void()> fn);

@@ -93,6 +93,23 @@ std::string make_frame(const FrameHeader& h, std::string_view body,
 
 // ------------------------------------------------------------ client side
 
+// A waiting caller reaps its connection's completions itself: its reply
+// wakes it straight from the completion channel, not the loop thread that
+// would then wake it. One caller at a time; the others sleep as before and
+// the loop reaps whenever nobody drives.
+class RdmaCallDriver final : public CallDriver {
+ public:
+  explicit RdmaCallDriver(std::shared_ptr<RdmaConnection> conn) : conn_(std::move(conn)) {}
+  bool drive(PendingCall::State& call) override {
+    return conn_->drive([&] { return call.finished.load(std::memory_order_acquire); },
+                        call.deadline);
+  }
+  void kick() override {}  // the loop reaps whenever no caller does
+
+ private:
+  std::shared_ptr<RdmaConnection> conn_;
+};
+
 class RdmaClientTransport final : public ClientTransport {
  public:
   RdmaClientTransport(std::shared_ptr<ClientCallTableBase> table, BufferPool* pool,
@@ -110,8 +127,10 @@ class RdmaClientTransport final : public ClientTransport {
     SURGE_ASSIGN_OR_RETURN(
         conn_, RdmaConnection::Connect(loop, o.endpoint, o.cluster_key, ConnectionLimits{}, pool_,
                                        std::move(cbs), o.connect_timeout));
+    driver_ = std::make_shared<RdmaCallDriver>(conn_);
     return Status::OK();
   }
+  std::shared_ptr<CallDriver> driver() override { return driver_; }
 
   Status send_request(const OutgoingRequest& req) override {
     if (req.bulk.size() > kMaxDescriptors) {
@@ -305,6 +324,7 @@ class RdmaClientTransport final : public ClientTransport {
   BufferPool* pool_;
   std::string peer_;
   std::shared_ptr<RdmaConnection> conn_;
+  std::shared_ptr<CallDriver> driver_;
   std::atomic<bool> closed_{false};
   std::mutex mu_;
   std::unordered_map<uint64_t, Exposure> exposed_;

@@ -98,6 +98,7 @@ struct CallTable : ClientCallTableBase {
     }
     std::lock_guard lk(s->mu);
     s->done = true;
+    s->finished = true;
     s->status = std::move(st);
     s->response = std::move(body);
     s->cv.notify_all();
@@ -368,6 +369,55 @@ TEST_F(RdmaSeamTest, HandlersRunInPlaceOnTheLoopThreadPullAndPush) {
   std::string resp;
   EXPECT_TRUE(call(*client_, *table_, 1, "still here", {}, &resp).ok());
   EXPECT_EQ(resp, "still here");
+}
+
+// A waiting caller reaps its own replies (CallDriver); while one drives,
+// other callers sleep and get theirs from it; a close while a caller
+// drives ends its drive with the call failed.
+TEST_F(RdmaSeamTest, CallersDriveTheirOwnReplies) {
+  ASSERT_NO_FATAL_FAILURE(connect_ok());
+  std::shared_ptr<CallDriver> driver = client_->driver();
+  ASSERT_TRUE(driver);
+  auto driven_call = [&](const std::string& body, std::string* resp) -> Status {
+    auto s = table_->add({});
+    s->deadline = std::chrono::steady_clock::now() + 60s;
+    OutgoingRequest req;
+    req.request_id = s->request_id;
+    req.service = 9;
+    req.method = 1;
+    req.body = body;
+    SURGE_RETURN_IF_ERROR(client_->send_request(req));
+    while (!s->finished && std::chrono::steady_clock::now() < s->deadline && driver->drive(*s)) {
+    }
+    std::unique_lock lk(s->mu);
+    if (!s->cv.wait_for(lk, 60s, [&] { return s->done; })) return Status::TimedOut("test");
+    if (resp != nullptr) *resp = s->response;
+    return s->status;
+  };
+  std::vector<std::future<bool>> fs;
+  for (int t = 0; t < 3; ++t) {
+    fs.push_back(std::async(std::launch::async, [&, t] {
+      for (int i = 0; i < 40; ++i) {
+        std::string body = std::to_string(t) + "/" + std::to_string(i), resp;
+        if (!driven_call(body, &resp).ok() || resp != body) return false;
+      }
+      return true;
+    }));
+  }
+  for (auto& f : fs) EXPECT_TRUE(f.get());
+  // A call the server never answers (the client closes first).
+  auto s = table_->add({});
+  s->deadline = std::chrono::steady_clock::now() + 60s;
+  auto closer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(200ms);
+    client_->close();
+  });
+  while (!s->finished && std::chrono::steady_clock::now() < s->deadline && driver->drive(*s)) {
+  }
+  closer.get();
+  std::unique_lock lk(s->mu);
+  EXPECT_TRUE(s->cv.wait_for(lk, 10s, [&] { return s->done; }));
+  EXPECT_FALSE(s->status.ok());
 }
 
 TEST_F(RdmaSeamTest, OutOfRangePullFailsOnlyThatRequest) {
