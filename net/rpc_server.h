@@ -45,8 +45,9 @@ enum class HandlerMode {
   // (TCP: it is the only request in service on its I/O thread, its payload
   // has arrived and nothing is queued behind it on its connection), which
   // saves the hand-off to a worker; otherwise on the worker pool, exactly
-  // as kWorker. Transports that cannot run handlers in place (RDMA today)
-  // always use the worker pool.
+  // as kWorker. RDMA runs it on the server's loop thread when no other
+  // request of that server is in service and no message of its connection
+  // waits behind it (its pulls and pushes then reap the CQ themselves).
   kShortBlocking,
 };
 
