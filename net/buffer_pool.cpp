@@ -263,6 +263,13 @@ bool BufferPool::contains(const void* p, size_t len) const {
 
 size_t BufferPool::max_buffer_size() const { return slabs_.back()->buffer_size; }
 
+bool BufferPool::every_class_has_free(size_t n) const {
+  for (const auto& s : slabs_) {
+    if (s->free.load(std::memory_order_relaxed) < n) return false;
+  }
+  return true;
+}
+
 std::vector<BufferPool::ClassStats> BufferPool::stats() const {
   std::vector<ClassStats> out;
   for (const auto& s : slabs_) {

@@ -100,6 +100,10 @@ class BufferPool {
     size_t free;
   };
   std::vector<ClassStats> stats() const;
+  // Whether every class has at least n free buffers right now (a snapshot:
+  // for a decision that must not lead to a wait, such as running a handler
+  // on a thread that alone can give buffers back). Lock-free.
+  bool every_class_has_free(size_t n) const;
 
  private:
   struct Slab;

@@ -646,11 +646,21 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
     // thread to reap its completion, and might hold the pool buffer an
     // in-place handler would wait for) and no message of this connection
     // waits behind it. Its own bulk operations reap the CQ while they wait.
-    req.may_block_here = in_service_->load() == 0 && !sc->conn()->messages_waiting();
+    // Nor while the pool runs low: staged pushes hold buffers until this
+    // thread reaps their WRITEs, so a handler here waiting for a buffer
+    // would wait for itself (until its acquire timed out, the loop stalled).
+    req.may_block_here = in_service_->load() == 0 && !sc->conn()->messages_waiting() &&
+                         (options_.pool == nullptr ||
+                          options_.pool->every_class_has_free(kInPlacePoolReserve));
     req.bulk =
         std::make_unique<RdmaRequestBulk>(sc->conn(), std::move(descs), options_.pool, in_service_);
     sink_->on_request(sc, std::move(req));
   }
+
+  // Free buffers every pool class must have for a handler to run in place:
+  // a brief handler takes one or two (the data server's read takes one and
+  // its staged push another).
+  static constexpr size_t kInPlacePoolReserve = 4;
 
   ServerTransportOptions options_;
   RequestSink* sink_;

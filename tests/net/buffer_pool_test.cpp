@@ -83,6 +83,19 @@ TEST(BufferPool, ExhaustionFailsNowAndRecoversOnRelease) {
   EXPECT_TRUE((*pool)->try_acquire(100).ok());
 }
 
+TEST(BufferPool, EveryClassHasFreeLooksAtTheEmptiestClass) {
+  auto pool = BufferPool::Create(opts({{4096, 3}, {65536, 2}}));
+  ASSERT_TRUE(pool.ok());
+  EXPECT_TRUE((*pool)->every_class_has_free(2));
+  EXPECT_FALSE((*pool)->every_class_has_free(3)) << "the 64 KiB class has only 2";
+  auto big = (*pool)->try_acquire(65536);
+  ASSERT_TRUE(big.ok());
+  EXPECT_TRUE((*pool)->every_class_has_free(1));
+  EXPECT_FALSE((*pool)->every_class_has_free(2));
+  big = PoolBuffer();
+  EXPECT_TRUE((*pool)->every_class_has_free(2)) << "a released buffer counts again";
+}
+
 TEST(BufferPool, AcquireTimesOutWhenNothingComesBack) {
   auto pool = BufferPool::Create(opts({{4096, 1}}));
   ASSERT_TRUE(pool.ok());

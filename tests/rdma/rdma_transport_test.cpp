@@ -371,6 +371,35 @@ TEST_F(RdmaSeamTest, HandlersRunInPlaceOnTheLoopThreadPullAndPush) {
   EXPECT_EQ(resp, "still here");
 }
 
+// While the server's pool runs low a handler does not run in place: staged
+// pushes give their buffers back only when the loop thread reaps them, so
+// a handler there waiting for a buffer would wait for itself. Requests go
+// to threads instead, and work.
+TEST_F(RdmaSeamTest, HandlersDoNotRunInPlaceWhileThePoolRunsLow) {
+  ASSERT_NO_FATAL_FAILURE(connect_ok());
+  sink_->in_place = true;
+  std::string resp;
+  ASSERT_TRUE(call(*client_, *table_, 1, "warm", {}, &resp).ok());
+  const int before = sink_->ran_in_place.load();
+  ASSERT_GT(before, 0) << "an idle server with a full pool runs it in place";
+  std::vector<PoolBuffer> held;  // all but 3 of the 4 MiB class
+  for (;;) {
+    auto b = server_pool_->try_acquire(4u << 20);
+    if (!b.ok()) break;
+    held.push_back(std::move(*b));
+  }
+  ASSERT_GE(held.size(), 3u);
+  held.resize(held.size() - 3);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(call(*client_, *table_, 1, "low", {}, &resp).ok());
+    EXPECT_EQ(resp, "low");
+  }
+  EXPECT_EQ(sink_->ran_in_place.load(), before) << "ran in place with 3 buffers free";
+  held.clear();
+  ASSERT_TRUE(call(*client_, *table_, 1, "full again", {}, &resp).ok());
+  EXPECT_EQ(sink_->ran_in_place.load(), before + 1);
+}
+
 // A waiting caller reaps its own replies (CallDriver); while one drives,
 // other callers sleep and get theirs from it; a close while a caller
 // drives ends its drive with the call failed.
