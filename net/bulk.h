@@ -10,8 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "common/status.h"
+#include "net/buffer_pool.h"
 
 namespace surge::net {
 
@@ -49,6 +51,19 @@ class BulkHandle {
   // Writes src into the client's region at offset; done before this returns,
   // so the reply that follows is ordered after the data. Any order is fine.
   virtual Status push(size_t region, uint64_t offset, std::span<const std::byte> src) = 0;
+
+  // push of the first len bytes of a server pool buffer the handler gives
+  // up. A transport may keep the buffer until the bytes are out instead of
+  // copying them or waiting (RDMA posts the WRITE and lets the reply follow
+  // it on the queue pair); the reply is still ordered after the data. By
+  // default: push, then the buffer goes back to its pool.
+  virtual Status push_owned(size_t region, uint64_t offset, PoolBuffer buf, size_t len) {
+    if (len > buf.capacity()) {
+      return Status::InvalidArgument("push of " + std::to_string(len) + " bytes from a " +
+                                     std::to_string(buf.capacity()) + "-byte buffer");
+    }
+    return push(region, offset, std::span<const std::byte>(buf.data(), len));
+  }
 };
 
 }  // namespace surge::net

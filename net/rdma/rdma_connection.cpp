@@ -1127,6 +1127,11 @@ Status RdmaConnection::bulk_op(bool is_read, std::byte* local, uint64_t len, uin
   return waiter->status;
 }
 
+bool RdmaConnection::can_write_staged(const void* p, uint64_t len) const {
+  return device_ != nullptr && len <= std::min(limits_.max_chunk, device_->max_msg_size()) &&
+         device_->find_keys(p, len).has_value();
+}
+
 Status RdmaConnection::write_staged(PoolBuffer staged, uint64_t len, uint64_t remote_addr,
                                     uint32_t rkey) {
   if (len == 0) return Status::OK();

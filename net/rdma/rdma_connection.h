@@ -146,6 +146,9 @@ class RdmaConnection final : public CmEventTarget,
   // the WRITE fails the QP dies, so that message never arrives. Saves the
   // caller waiting for the WRITE's acknowledgement.
   Status write_staged(PoolBuffer staged, uint64_t len, uint64_t remote_addr, uint32_t rkey);
+  // Whether write_staged would take [p, p + len): registered memory, one
+  // work request.
+  bool can_write_staged(const void* p, uint64_t len) const;
 
   // Client side of per-request exposure: a type 2 memory window over
   // [addr, addr+len) of registered memory that lets the peer READ it

@@ -393,6 +393,18 @@ class RdmaRequestBulk final : public RequestBulk {
     SURGE_RETURN_IF_ERROR(check(region, offset, src.size(), BulkAccess::kServerPush, "push"));
     return transfer(false, descs_[region], offset, const_cast<std::byte*>(src.data()), src.size());
   }
+  // The handler's own registered buffer goes out as a staged WRITE as it
+  // is: no copy into a staging buffer and no wait for the acknowledgement,
+  // at any size one work request takes.
+  Status push_owned(size_t region, uint64_t offset, PoolBuffer buf, size_t len) override {
+    SURGE_RETURN_IF_ERROR(check(region, offset, len, BulkAccess::kServerPush, "push"));
+    if (len == 0) return Status::OK();
+    if (len <= buf.capacity() && conn_->can_write_staged(buf.data(), len)) {
+      const BulkDescriptor& d = descs_[region];
+      return conn_->write_staged(std::move(buf), len, d.addr + offset, d.rkey);
+    }
+    return RequestBulk::push_owned(region, offset, std::move(buf), len);
+  }
   // The handler is done with the request (called once by the core; the
   // destructor covers a request dropped without it).
   void finish() override {

@@ -329,11 +329,14 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     }
     const uint64_t got = *chunk;
     if (got == 0) break;
-    std::span<const std::byte> src(buf.data(), got);
-    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, src),
-                              "while pushing " + obj_name(id) + " data to " + ctx.peer());
+    // The last piece goes out of the buffer itself, handed to the
+    // transport (over RDMA no copy and no wait for the WRITE).
+    const bool last = got < n || done + got == len;
+    Status ps = last ? ctx.bulk().push_owned(0, done, std::move(buf), got)
+                     : ctx.bulk().push(0, done, std::span<const std::byte>(buf.data(), got));
+    SURGE_RETURN_IF_ERROR_CTX(ps, "while pushing " + obj_name(id) + " data to " + ctx.peer());
     done += got;
-    if (got < n) break;  // end of the object
+    if (last) break;  // the buffer is gone; got < n: the end of the object
   }
   read_bytes_.fetch_add(done, std::memory_order_relaxed);
   resp.set_length(done);
