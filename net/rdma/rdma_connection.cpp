@@ -183,11 +183,12 @@ Status RdmaConnection::setup_verbs() {
     return Status::FromErrno(errno, "rdma: rdma_create_qp for " + peer_);
   }
   qp_ = id_->qp;
-  // Opt-in: on Soft-RoCE (Linux 6.1) binds fail now and then under load
-  // ("memory management operation error"), which kills the connection.
+  // On wherever the device has type 2 windows, so a data server reaches
+  // only the buffers of the requests in flight (README.md: what Soft-RoCE
+  // enforces of them); SURGE_RDMA_MEMORY_WINDOWS=0 turns them off.
   const char* mw_env = std::getenv("SURGE_RDMA_MEMORY_WINDOWS");
   windows_enabled_ =
-      device_->supports_mw_type2() && mw_env != nullptr && std::string_view(mw_env) == "1";
+      device_->supports_mw_type2() && !(mw_env != nullptr && std::string_view(mw_env) == "0");
   {
     std::lock_guard lk(mu_);
     for (uint32_t i = 0; i < recvs; ++i) SURGE_RETURN_IF_ERROR(post_recv_locked(i));

@@ -154,9 +154,9 @@ class RdmaConnection final : public CmEventTarget,
   // [addr, addr+len) of registered memory that lets the peer READ it
   // (remote_write false) or WRITE it, and nothing else. The bind is queued
   // on the send queue, so a message sent after this call finds it bound.
-  // NotSupported unless the device has type 2 windows and
-  // SURGE_RDMA_MEMORY_WINDOWS=1 (opt-in, see README.md); then the caller
-  // uses the slab's key.
+  // NotSupported when the device has no type 2 windows or
+  // SURGE_RDMA_MEMORY_WINDOWS=0 turned them off (see README.md); then the
+  // caller uses the slab's key.
   struct Window {
     ibv_mw* mw = nullptr;
     uint32_t rkey = 0;

@@ -11,11 +11,11 @@
 // pulls, copied out after the reply for pushes, under the call's mutex and
 // only if the caller has not abandoned it).
 //
-// Exposure: with memory windows enabled (SURGE_RDMA_MEMORY_WINDOWS=1 on a
-// device with type 2 windows), a window is bound over each region of a
+// Exposure: on a device with type 2 memory windows (unless
+// SURGE_RDMA_MEMORY_WINDOWS=0), a window is bound over each region of a
 // request, its rkey goes in the descriptor, and it is invalidated when the
 // reply arrives: a server reaches only the buffers of requests in flight.
-// Otherwise (the default, see net/rdma/README.md) keys are per slab.
+// Without windows (see net/rdma/README.md) keys are per slab.
 #include <arpa/inet.h>
 #include <netdb.h>
 

@@ -695,9 +695,7 @@ TEST_F(RdmaRawTest, BadRkeyFailsThatOperationOnlyAndOthersContinue) {
 // what can be tested here is the lifetime: a key works while its request is
 // in flight and never after.
 TEST_F(RdmaRawTest, MemoryWindowKeyWorksOnlyUntilReleased) {
-  setenv("SURGE_RDMA_MEMORY_WINDOWS", "1", 1);  // opt-in (net/rdma/README.md)
-  auto a = connect();
-  unsetenv("SURGE_RDMA_MEMORY_WINDOWS");
+  auto a = connect();  // windows are on by default where the device has them
   ASSERT_TRUE(a);
   ASSERT_TRUE(a->device()->supports_mw_type2()) << "Soft-RoCE should offer type 2 windows";
   ASSERT_TRUE(a->windows_enabled());
@@ -725,13 +723,24 @@ TEST_F(RdmaRawTest, MemoryWindowKeyWorksOnlyUntilReleased) {
           .count());
 }
 
+// Windows are the default where the device has them; an operator can turn
+// them off, and then no window can be bound (the slab's key is used).
+TEST_F(RdmaRawTest, MemoryWindowsCanBeTurnedOff) {
+  setenv("SURGE_RDMA_MEMORY_WINDOWS", "0", 1);
+  auto off = connect();
+  unsetenv("SURGE_RDMA_MEMORY_WINDOWS");
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->windows_enabled());
+  auto buf = pool_->acquire(4096, 5000ms);
+  ASSERT_TRUE(buf.ok());
+  EXPECT_EQ(off->bind_window(buf->data(), 4096, false).status().code(), Code::kNotSupported);
+}
+
 // A window is reused after its local invalidate, each bind with a new key
 // (the provider must be told the window's current key: see bind in
 // rdma_connection.cpp); the new key works, as often as it is re-bound.
 TEST_F(RdmaRawTest, MemoryWindowIsReboundWithAFreshKey) {
-  setenv("SURGE_RDMA_MEMORY_WINDOWS", "1", 1);  // opt-in (net/rdma/README.md)
   auto a = connect();
-  unsetenv("SURGE_RDMA_MEMORY_WINDOWS");
   ASSERT_TRUE(a);
   ASSERT_TRUE(a->windows_enabled());
   auto sa = server_->wait_conn(0);
