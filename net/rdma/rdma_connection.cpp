@@ -536,16 +536,26 @@ void RdmaConnection::on_cq_readable() {
   std::unique_lock rl(reap_mu_, std::try_to_lock);
   if (!rl.owns_lock()) return;
   reaper_ = std::this_thread::get_id();
+  consume_events_and_rearm();
+  poll_cq();
+  reaper_ = std::thread::id();
+}
+
+void RdmaConnection::consume_events_and_rearm() {
   ibv_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
-  while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) {
-    ibv_ack_cq_events(ev_cq, 1);
-  }
+  while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
   if (cq_ != nullptr && ibv_req_notify_cq(cq_, 0) != 0) {
     SLOG_ERROR("rdma: re-arming the CQ of {} failed", peer_);
   }
-  poll_cq();
-  reaper_ = std::thread::id();
+}
+
+void RdmaConnection::sleep_on_channel(int timeout_ms) {
+  // The CQ is empty and armed (every event consumed re-arms before the
+  // next poll): sleep until a completion. The timeout only bounds a miss.
+  pollfd p{comp_->fd, POLLIN, 0};
+  ::poll(&p, 1, timeout_ms);
+  consume_events_and_rearm();
 }
 
 void RdmaConnection::on_poll() {
@@ -591,14 +601,7 @@ bool RdmaConnection::drive(const std::function<bool()>& done,
     auto left =
         std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    // Empty and armed (every event consumed re-arms before the next poll):
-    // sleep until a completion. The cap only bounds a miss.
-    pollfd p{fd, POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
-    ibv_cq* ev_cq = nullptr;
-    void* ev_ctx = nullptr;
-    while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
-    if (ibv_req_notify_cq(cq_, 0) != 0) SLOG_ERROR("rdma: re-arming the CQ of {} failed", peer_);
+    sleep_on_channel(static_cast<int>(std::min<int64_t>(left.count(), 100)));
   }
   loop_->resume_fd(fd);  // events still pending now reach the loop
   reaper_ = std::thread::id();
@@ -695,14 +698,7 @@ Status RdmaConnection::wait_on_loop(OpWaiter& waiter) {
       }
     }
     if (n > 0 || loop_->polling()) continue;
-    // Empty and armed (every event consumed re-arms before the next poll):
-    // sleep until the next completion. The timeout only bounds a miss.
-    pollfd p{comp_->fd, POLLIN, 0};
-    ::poll(&p, 1, 100);
-    ibv_cq* ev_cq = nullptr;
-    void* ev_ctx = nullptr;
-    while (ibv_get_cq_event(comp_, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
-    if (ibv_req_notify_cq(cq_, 0) != 0) SLOG_ERROR("rdma: re-arming the CQ of {} failed", peer_);
+    sleep_on_channel(100);
   }
   std::lock_guard lk(waiter.mu);
   if (waiter.remaining != 0) {

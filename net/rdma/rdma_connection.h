@@ -215,6 +215,11 @@ class RdmaConnection final : public CmEventTarget,
   Status apply_peer_private_data(std::string_view pd);
   void on_cq_readable();
   void on_poll();
+  // The reaper (under reap_mu_): takes every pending completion-channel
+  // event and re-arms the CQ; sleep_on_channel first waits up to
+  // timeout_ms for one.
+  void consume_events_and_rearm();
+  void sleep_on_channel(int timeout_ms);
   void poll_cq();
   void handle_recv(const ibv_wc& wc);
   void handle_send(const ibv_wc& wc);
