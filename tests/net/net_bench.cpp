@@ -72,29 +72,6 @@ std::string g_key = kTestKey;
 std::unique_ptr<RpcServer> g_server;
 std::shared_ptr<RpcChannel> g_channel;
 
-// Hands the test service's handlers to the server the way surge-ods
-// registers its data path: the bulk sink (a write) and source (a read) as
-// HandlerMode::kShortBlocking, like OdsWrite / OdsRead, so push and pull
-// are measured in the mode a data server runs them (register_test_service
-// itself keeps the default, kWorker, for the functional tests).
-class DataServerModes final : public RpcServer {
- public:
-  explicit DataServerModes(RpcServer& inner) : inner_(inner) {}
-  void add_raw(uint16_t service, uint16_t method, RawHandler handler, HandlerMode mode) override {
-    bool data = service == pt::TestBulkSink::kService &&
-                (method == pt::TestBulkSink::kMethod || method == pt::TestBulkSource::kMethod);
-    inner_.add_raw(service, method, std::move(handler), data ? HandlerMode::kShortBlocking : mode);
-  }
-  Status start() override { return inner_.start(); }
-  void stop() override { inner_.stop(); }
-  std::string address() const override { return inner_.address(); }
-  uint16_t port() const override { return inner_.port(); }
-  BufferPool& pool() override { return inner_.pool(); }
-
- private:
-  RpcServer& inner_;
-};
-
 RpcChannel& channel() {
   if (!g_channel) {
     std::string addr = g_address;
@@ -109,8 +86,8 @@ RpcChannel& channel() {
         std::cerr << "server: " << server.status().ToString() << "\n";
         std::exit(1);
       }
-      DataServerModes modes(**server);
-      register_test_service(modes);
+      // Push and pull in the mode a data server runs its reads and writes.
+      register_test_service(**server, HandlerMode::kShortBlocking);
       if (auto st = (*server)->start(); !st.ok()) {
         std::cerr << "server start: " << st.ToString() << "\n";
         std::exit(1);

@@ -40,7 +40,7 @@ Result<PoolBuffer> chunk_buffer(RpcContext& ctx) {
 
 }  // namespace
 
-void register_test_service(RpcServer& server) {
+void register_test_service(RpcServer& server, HandlerMode data_mode) {
   server.add<pt::TestEcho>([](RpcContext&, const pt::EchoRequest& req, pt::EchoReply& resp) {
     return echo(req, resp, true);
   });
@@ -86,7 +86,8 @@ void register_test_service(RpcServer& server) {
         resp.set_crc32c(crc);
         resp.set_length(end - req.offset());
         return Status::OK();
-      });
+      },
+      data_mode);
 
   server.add<pt::TestBulkSource>(
       [](RpcContext& ctx, const pt::BulkRequest& req, pt::BulkReply& resp) {
@@ -115,7 +116,8 @@ void register_test_service(RpcServer& server) {
         resp.set_crc32c(crc);
         resp.set_length(len);
         return Status::OK();
-      });
+      },
+      data_mode);
 }
 
 }  // namespace surge::net::testing

@@ -12,8 +12,10 @@
 namespace surge::net::testing {
 
 // Registers TestEcho, TestEchoInline, TestBulkEcho, TestBulkSink,
-// TestBulkSource on server (before start()).
-void register_test_service(RpcServer& server);
+// TestBulkSource on server (before start()). The sink (a write) and the
+// source (a read) run in data_mode: net_bench passes kShortBlocking, the
+// mode surge-ods registers OdsWrite / OdsRead in.
+void register_test_service(RpcServer& server, HandlerMode data_mode = HandlerMode::kWorker);
 
 // Deterministic bytes: byte i of a region made with `seed`, starting at
 // absolute position `pos`.
