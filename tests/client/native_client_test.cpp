@@ -40,6 +40,15 @@ class Native : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     client_ = std::move(*c);
   }
+  // The file's bytes as one read of up to `max` bytes returns them.
+  Result<std::string> read_back(const std::string& path, size_t max) {
+    SURGE_ASSIGN_OR_RETURN(FileRef g, client_->open(path, O_RDONLY));
+    std::string back(max, 'Z');
+    SURGE_ASSIGN_OR_RETURN(size_t n, client_->pread(*g, back.data(), back.size(), 0));
+    back.resize(n);
+    SURGE_RETURN_IF_ERROR(client_->close(g));
+    return back;
+  }
   static LocalCluster* cluster_;
   std::unique_ptr<Client> client_;
 };
@@ -119,16 +128,12 @@ TEST_F(Native, OverlappingWritesBehindLandInProgramOrder) {
   uint64_t end = 6 * 30011 + 100000 + 59 * 37;
   expect.resize(std::max<uint64_t>(end, 0));
   ASSERT_TRUE(client_->close(*f).ok());
-  auto g = client_->open("/overlap", O_RDONLY);
-  ASSERT_TRUE(g.ok());
-  std::string back(expect.size() + 10, 'Z');
-  auto r = client_->pread(**g, back.data(), back.size(), 0);
-  ASSERT_TRUE(r.ok());
-  back.resize(*r);
+  auto read = read_back("/overlap", expect.size() + 10);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  std::string& back = *read;
   EXPECT_EQ(back.size(), client_->stat("/overlap")->size);
   expect.resize(back.size());
   EXPECT_TRUE(back == expect);
-  ASSERT_TRUE(client_->close(*g).ok());
 }
 
 TEST_F(Native, WritersOfOneFileSendSideBySideAndKeepEachOthersOrder) {
@@ -161,15 +166,10 @@ TEST_F(Native, WritersOfOneFileSendSideBySideAndKeepEachOthersOrder) {
   // The file ends where the last byte anyone wrote is (the final write's end here).
   expect.resize(99991 + last.size());
   ASSERT_TRUE(client_->close(*f).ok());
-  auto g = client_->open("/side-by-side", O_RDONLY);
-  ASSERT_TRUE(g.ok());
-  std::string back(expect.size() + 10, 'Z');
-  auto r = client_->pread(**g, back.data(), back.size(), 0);
-  ASSERT_TRUE(r.ok());
-  back.resize(*r);
-  ASSERT_EQ(back.size(), expect.size());
-  EXPECT_TRUE(back == expect);
-  ASSERT_TRUE(client_->close(*g).ok());
+  auto back = read_back("/side-by-side", expect.size() + 10);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), expect.size());
+  EXPECT_TRUE(*back == expect);
 }
 
 TEST_F(Native, RegisteredBufferZeroCopyPath) {
@@ -209,14 +209,9 @@ TEST_F(Native, PwriteFromHandsOverBuffersAndKeepsProgramOrder) {
     memcpy(&expect[off], d.data(), d.size());
   }
   ASSERT_TRUE(client_->close(*f).ok());
-  auto g = client_->open("/from", O_RDONLY);
-  ASSERT_TRUE(g.ok());
-  std::string back(expect.size() + 10, 'Z');
-  auto r = client_->pread(**g, back.data(), back.size(), 0);
-  ASSERT_TRUE(r.ok());
-  back.resize(*r);
-  EXPECT_TRUE(back == expect);
-  ASSERT_TRUE(client_->close(*g).ok());
+  auto back = read_back("/from", expect.size() + 10);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == expect);
 }
 
 TEST_F(Native, PwriteFromRefusesDataOutsideTheBufferWithoutAccepting) {
