@@ -343,8 +343,13 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
     auto it = inodes_.find(ino);
     if (it != inodes_.end()) st = it->second;
   }
-  // Our own unreported writes first, so a truncate is ordered after them.
-  if (st && (sa.mask & kSetSize)) SURGE_RETURN_IF_ERROR(report_size(*st, false));
+  // Our own unreported writes first, so a truncate is ordered after them;
+  // no report of this inode runs until the truncate is done.
+  std::unique_lock<std::mutex> size_lock;
+  if (st && (sa.mask & kSetSize)) {
+    size_lock = std::unique_lock(st->size_mu);
+    SURGE_RETURN_IF_ERROR(report_size_locked(*st, false));
+  }
   if (st) drain_writes(*st);
   if (st) drop_read_ahead(*st);
   mds::SetAttrRequest req;
@@ -618,6 +623,12 @@ std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& p
       slot->ino = a.ino;
     }
     st = slot;
+    // Counted while inodes_mu_ is held: a last close of another handle
+    // (surge-fuse's release is asynchronous, so it can meet this open)
+    // drops the state from the map only when it has no opens, and must not
+    // drop it between our finding it and counting this open.
+    std::lock_guard slk(st->mu);
+    st->opens++;
   }
   drop_read_ahead(*st);  // close-to-open: nothing fetched before this open
   std::lock_guard lk(st->mu);
@@ -627,7 +638,6 @@ std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& p
     st->written_end = 0;
     st->reported_end = 0;
   }
-  st->opens++;
   st->last_caller = c;
   st->last_flags = flags;
   return st;
@@ -647,7 +657,8 @@ Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c) {
     if (attempt > 0 || !renew_session_after(st, sid)) return st;
   }
   Attr a = attr_from_proto(resp.attr());
-  auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c);
+  auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c,
+                                      options_.read_ahead_bytes);
   f->owner = this;
   return FileRef(f);
 }
@@ -704,7 +715,8 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
     }
     a.size = 0;
   }
-  auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c);
+  auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c,
+                                      options_.read_ahead_bytes);
   f->owner = this;
   if (attr_out != nullptr) *attr_out = merge_local(a);
   return FileRef(f);
@@ -737,6 +749,11 @@ Status ClientImpl::take_write_error(InodeState& st) {
 }
 
 Status ClientImpl::report_size(InodeState& st, bool force) {
+  std::lock_guard sl(st.size_mu);
+  return report_size_locked(st, force);
+}
+
+Status ClientImpl::report_size_locked(InodeState& st, bool force) {
   // Only bytes the data servers hold are reported.
   drain_writes(st);
   uint64_t end;
@@ -778,13 +795,17 @@ Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t off
   if (offset >= size || len == 0) return size_t{0};
   drain_writes(*f.state);  // our own writes in flight first
   size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
-  if (options_.read_ahead_bytes > 0) {
-    SURGE_RETURN_IF_ERROR(read_with_read_ahead(*f.state, layout, size,
+  if (size_t ra = f.read_ahead.load(std::memory_order_relaxed); ra > 0) {
+    SURGE_RETURN_IF_ERROR(read_with_read_ahead(*f.state, layout, size, ra,
                                                static_cast<std::byte*>(buf), n, offset));
   } else {
     SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
   }
   return n;
+}
+
+void ClientImpl::set_read_ahead(File& file, size_t bytes) {
+  static_cast<FileImpl&>(file).read_ahead.store(bytes, std::memory_order_relaxed);
 }
 
 void ClientImpl::drop_read_ahead(InodeState& st) {
@@ -793,7 +814,7 @@ void ClientImpl::drop_read_ahead(InodeState& st) {
 }
 
 Status ClientImpl::read_with_read_ahead(InodeState& st, const StripeLayout& layout, uint64_t size,
-                                        std::byte* dst, size_t n, uint64_t offset) {
+                                        size_t read_ahead, std::byte* dst, size_t n, uint64_t offset) {
   constexpr uint64_t kWindow = 1u << 20;
   std::lock_guard lk(st.ra_mu);
   const bool sequential = offset == st.ra_next;
@@ -826,7 +847,7 @@ Status ClientImpl::read_with_read_ahead(InodeState& st, const StripeLayout& layo
   uint64_t from = st.ra_windows.empty()
                       ? offset + n
                       : st.ra_windows.back().offset + st.ra_windows.back().length;
-  const uint64_t until = std::min(size, offset + n + options_.read_ahead_bytes);
+  const uint64_t until = std::min(size, offset + n + read_ahead);
   while (from < until) {
     const uint64_t end = std::min(until, (from / kWindow + 1) * kWindow);
     auto pb = pool_->try_acquire(end - from);
@@ -872,7 +893,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
   }
   InodeState& st = *f.state;
   SURGE_RETURN_IF_ERROR(take_write_error(st));  // an earlier write-behind failure
-  if (options_.read_ahead_bytes > 0) drop_read_ahead(st);
+  drop_read_ahead(st);  // any handle's: what they fetched may be stale now
   if (f.flags() & O_APPEND) {
     drain_writes(st);
     SURGE_RETURN_IF_ERROR(take_write_error(st));

@@ -40,6 +40,10 @@ struct InodeState {
   Caller last_caller;         // for re-recording opens after an MDS restart
   int last_flags = 0;
   Status write_error;         // a write-behind failure, reported once
+  // Held across a size report's or a truncate's MDS call: a report taken
+  // before a truncate must not reach the MDS after it and grow the file
+  // back (reports only ever raise the size there).
+  std::mutex size_mu;
 
   // Write behind. wb_mu orders issuing and retiring in-flight writes, so
   // "nothing in flight" is true when a drain returns, and no two
@@ -79,8 +83,8 @@ struct InodeState {
 
 class FileImpl : public File {
  public:
-  FileImpl(std::shared_ptr<InodeState> st, int flags, Caller c)
-      : state(std::move(st)), flags_(flags), caller(std::move(c)) {}
+  FileImpl(std::shared_ptr<InodeState> st, int flags, Caller c, size_t read_ahead_bytes)
+      : state(std::move(st)), flags_(flags), caller(std::move(c)), read_ahead(read_ahead_bytes) {}
   ~FileImpl() override;
   Ino ino() const override { return state->ino; }
   int flags() const override { return flags_; }
@@ -88,6 +92,7 @@ class FileImpl : public File {
   std::shared_ptr<InodeState> state;
   int flags_;
   Caller caller;
+  std::atomic<size_t> read_ahead;  // bytes; ClientOptions' unless set_read_ahead
   std::atomic<bool> closed{false};
   // Closes on destruction when the user forgot; files must not outlive
   // their Client.
@@ -140,6 +145,7 @@ class ClientImpl : public Client {
   Status close(FileRef f) override;
   Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) override;
   Result<std::unique_ptr<RegisteredBuffer>> try_pool_buffer(size_t size) override;
+  void set_read_ahead(File& f, size_t bytes) override;
 
   using Client::link;
   using Client::mkdir;
@@ -161,6 +167,7 @@ class ClientImpl : public Client {
   std::shared_ptr<InodeState> attach(const Attr& a, const proto::mds::Attr& pa, int flags,
                                      const Caller& c);
   Status report_size(InodeState& st, bool force);
+  Status report_size_locked(InodeState& st, bool force);  // st.size_mu held
   // Waits for every write in flight on st; failures go to st.write_error.
   void drain_writes(InodeState& st);
   // wb_mu held by `wl`; may wait (releasing it) for the oldest write's send.
@@ -171,6 +178,7 @@ class ClientImpl : public Client {
   // pread's data path when read ahead is on: serves what the windows hold,
   // reads the rest, then keeps read_ahead_bytes in flight past it.
   Status read_with_read_ahead(InodeState& st, const StripeLayout& layout, uint64_t size,
+                              size_t read_ahead,
                               std::byte* dst, size_t n, uint64_t offset);
   void drop_read_ahead(InodeState& st);
   Result<size_t> write_impl(File& file, const std::byte* buf, size_t len, uint64_t offset,

@@ -198,6 +198,10 @@ Status LocalCluster::kill_ods(int i) {
 }
 
 Result<std::unique_ptr<Client>> LocalCluster::connect(int io_timeout_ms) const {
+  return Client::Connect(client_options(io_timeout_ms));
+}
+
+ClientOptions LocalCluster::client_options(int io_timeout_ms) const {
   ClientOptions o;
   o.mds_address = mds_address();
   o.cluster_key_file = key_file_;
@@ -205,7 +209,7 @@ Result<std::unique_ptr<Client>> LocalCluster::connect(int io_timeout_ms) const {
   o.mds_timeout = std::chrono::milliseconds(20000);
   o.pool_buffers = 8;
   o.transport = transport();
-  return Client::Connect(o);
+  return o;
 }
 
 Status LocalCluster::wait_targets_up(int n, int timeout_ms) {

@@ -39,8 +39,9 @@ class LocalCluster {
   std::string ods_dir(int i) const;
   pid_t ods_pid(int i) const { return ods_pids_[static_cast<size_t>(i)]; }
 
-  // A native client on this cluster.
+  // A native client on this cluster, with client_options().
   Result<std::unique_ptr<Client>> connect(int io_timeout_ms = 3000) const;
+  ClientOptions client_options(int io_timeout_ms = 3000) const;
 
   // Mounts at dir()/<name> (created) and waits until it is live.
   Result<std::string> mount(const std::string& name, const std::string& extra_opts = "");

@@ -292,6 +292,82 @@ TEST_F(Native, OwnWriteAheadOfASequentialReaderIsSeen) {
   ASSERT_TRUE(client_->close(*f).ok());
 }
 
+TEST_F(Native, ReadAheadOfOneOpenFileDropsOnAnotherHandlesWrite) {
+  // Read ahead off for the client, on for one open file (as surge-fuse
+  // does for its direct opens): that file reads ahead, and a write through
+  // a second handle of the same inode must still be seen by its next read.
+  ClientOptions o = cluster_->client_options();
+  o.read_ahead_bytes = 0;
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::string data = random_bytes(6 << 20, 34);
+  auto w = (*c)->open("/ra-one", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*c)->pwrite(**w, data.data(), data.size(), 0).ok());
+  auto r = (*c)->open("/ra-one", O_RDONLY);
+  ASSERT_TRUE(r.ok());
+  (*c)->set_read_ahead(**r, 4 << 20);
+  std::string got(1 << 20, 'Z');
+  ASSERT_TRUE((*c)->pread(**r, got.data(), got.size(), 0).ok());        // sequential:
+  ASSERT_TRUE((*c)->pread(**r, got.data(), got.size(), 1 << 20).ok());  // windows ahead
+  std::string patch = random_bytes(200000, 35);
+  ASSERT_TRUE((*c)->pwrite(**w, patch.data(), patch.size(), (3 << 20) + 7).ok());
+  memcpy(&data[(3 << 20) + 7], patch.data(), patch.size());
+  std::string rest(4 << 20, 'Z');
+  auto n = (*c)->pread(**r, rest.data(), rest.size(), 2 << 20);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_TRUE(rest == data.substr(2 << 20, rest.size()));
+  ASSERT_TRUE((*c)->close(*r).ok());
+  ASSERT_TRUE((*c)->close(*w).ok());
+}
+
+TEST_F(Native, OpensAndClosesOfOtherHandlesNeverUndoATruncate) {
+  // surge-fuse's release is asynchronous, so the last close of one handle
+  // can run while the same inode is opened again, and its size report
+  // while another handle truncates. Neither may grow the file back: the
+  // new handle must share the state the client keeps for the inode (else
+  // a truncate through it leaves a stale end of data there), and a report
+  // taken before the truncate must reach the MDS before it. Another thread
+  // opens, reads (so windows are fetched ahead, which makes an open slow)
+  // and closes the inode all the time.
+  auto f = client_->open("/open-close-race", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  const Ino ino = (*f)->ino();
+  ASSERT_TRUE(client_->close(*f).ok());
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    std::string buf(64 << 10, '\0');
+    while (!stop.load()) {
+      auto g = client_->open(ino, O_RDONLY, Caller{});
+      if (!g.ok()) continue;
+      (void)client_->pread(**g, buf.data(), buf.size(), 0);
+      (void)client_->pread(**g, buf.data(), buf.size(), buf.size());
+      (void)client_->close(*g);
+    }
+  });
+  std::string data = random_bytes(4 << 20, 37);
+  const uint64_t cut = 2 << 20;
+  for (int i = 0; i < 200; ++i) {
+    auto h = client_->open(ino, O_RDWR, Caller{});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(client_->pwrite(**h, data.data(), data.size(), 0).ok());
+    SetAttr sa;
+    sa.mask = kSetSize;
+    sa.size = cut;
+    ASSERT_TRUE(client_->setattr(ino, sa, Caller{}).ok());
+    ASSERT_TRUE(client_->close(*h).ok());
+    auto a = client_->getattr(ino, Caller{});
+    ASSERT_TRUE(a.ok());
+    if (a->size != cut) {
+      stop = true;
+      churn.join();
+      FAIL() << "round " << i << ": size " << a->size << " after a truncate to " << cut;
+    }
+  }
+  stop = true;
+  churn.join();
+}
+
 TEST_F(Native, NamespaceThroughThePathApi) {
   ASSERT_TRUE(client_->mkdir("/ns", 0755).ok());
   ASSERT_TRUE(client_->mkdir("/ns/sub", 0755).ok());

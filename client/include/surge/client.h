@@ -60,7 +60,7 @@ struct ClientOptions {
   // past the last read are already being fetched (1 MiB windows from the
   // registered pool, every data server at once). Dropped by a write,
   // truncate or open of the file in this client. 0: off (surge-fuse turns
-  // it off; the kernel reads ahead for the mount).
+  // it off but for direct opens; the kernel reads ahead for the others).
   size_t read_ahead_bytes = 8u << 20;
   // How often the end of written data is reported to the MDS while writing.
   std::chrono::milliseconds size_report_interval{1000};
@@ -250,6 +250,10 @@ class Client {
   virtual Result<size_t> pwrite_from(File& f, std::unique_ptr<RegisteredBuffer> buf,
                                      const std::byte* data, size_t len, uint64_t offset,
                                      const std::function<void()>& on_accepted) = 0;
+  // Read ahead for this open file only, in place of ClientOptions'
+  // read_ahead_bytes (0: off). surge-fuse turns it on for the files it
+  // opens direct, where the kernel does not read ahead.
+  virtual void set_read_ahead(File& f, size_t bytes) = 0;
   // Data durable on the data servers, size recorded at the MDS.
   virtual Status fsync(File& f, bool data_only = false) = 0;
   // Size recorded at the MDS (close-to-open).
