@@ -73,11 +73,11 @@ Status apply_option(MountConfig& m, const std::string& opt) {
   } else if (key == "readahead_kb") {
     SURGE_ASSIGN_OR_RETURN(uint64_t kb, to_uint(key, val));
     m.readahead_kb = static_cast<uint32_t>(kb);
-  } else if (key == "wronly_direct") {
+  } else if (key == "wronly_direct" || key == "rdwr_direct") {
     if (val != "0" && val != "1") {
-      return Status::InvalidArgument("mount option wronly_direct=" + val + ": 0 or 1");
+      return Status::InvalidArgument("mount option " + key + "=" + val + ": 0 or 1");
     }
-    m.fs.wronly_direct = val == "1";
+    (key == "wronly_direct" ? m.fs.wronly_direct : m.fs.rdwr_direct) = val == "1";
   } else if (key == "max_threads") {
     SURGE_ASSIGN_OR_RETURN(uint64_t n, to_uint(key, val));
     m.max_threads = static_cast<unsigned>(std::max<uint64_t>(n, 1));
@@ -113,6 +113,8 @@ std::string usage() {
          "  readahead_kb=N     read-ahead of the mount (default 4096)\n"
          "  max_threads=N      FUSE worker threads (default 16)\n"
          "  wronly_direct=0|1  write-only opens bypass the page cache (default 1)\n"
+         "  rdwr_direct=0|1    read-write opens too, where the kernel can still\n"
+         "                     mmap such files (Linux 6.6+; default 1)\n"
          "  log_level=L, log_file=PATH, pid_file=PATH\n"
          "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
          "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/fuse/fuse_loop.h"
+#include "client/fuse/init_extensions.h"
 #include "common/log.h"
 
 namespace surge::fuse {
@@ -246,6 +247,15 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* n
               "link", ino);
 }
 
+// Whether the kernel caches this open's pages. Never across opens
+// (keep_cache 0: close-to-open). A direct open gets libsurge's read-ahead
+// in place of the kernel's, which it no longer has.
+void set_caching(SurgeFs& fs, fuse_file_info* fi) {
+  fi->keep_cache = 0;
+  fi->direct_io = direct_io_for(fs.options(), fi->flags, direct_io_mmap_granted()) ? 1 : 0;
+  if (fi->direct_io) fs.client().set_read_ahead(*file_of(fi), fs.options().direct_read_ahead);
+}
+
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
   // O_APPEND writes are placed by libsurge at the file's end as the MDS and
@@ -263,8 +273,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // attributes are invalidated (offset -1): no page lock is taken, which
   // makes this safe inside the open request.
   if (fs.session() != nullptr) fuse_lowlevel_notify_inval_inode(fs.session(), ino, -1, 0);
-  fi->keep_cache = 0;
-  fi->direct_io = direct_io_for(fs.options(), fi->flags) ? 1 : 0;
+  set_caching(fs, fi);
   if (fuse_reply_open(req, fi) != 0) {
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
     (void)fs.client().close(std::move(of->file));
@@ -282,8 +291,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     return;
   }
   fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
-  fi->keep_cache = 0;
-  fi->direct_io = direct_io_for(fs.options(), fi->flags) ? 1 : 0;
+  set_caching(fs, fi);
   fuse_entry_param e = entry_of(fs, a);
   fs.remember(a.ino);
   if (fuse_reply_create(req, &e, fi) != 0) {
@@ -552,11 +560,18 @@ const fuse_lowlevel_ops* SurgeFs::ops() {
   return &kOps;
 }
 
-bool direct_io_for(const FsOptions& o, int open_flags) {
+bool direct_io_for(const FsOptions& o, int open_flags, bool mmap_ok) {
   // Appends bypass the page cache always: libsurge places them, not the
   // kernel, so cached pages at the kernel's (possibly stale) end would lie.
   if (open_flags & (O_DIRECT | O_APPEND)) return true;
-  return o.wronly_direct && (open_flags & O_ACCMODE) == O_WRONLY;
+  switch (open_flags & O_ACCMODE) {
+    case O_WRONLY:
+      return o.wronly_direct;
+    case O_RDWR:
+      return o.rdwr_direct && mmap_ok;
+    default:
+      return false;
+  }
 }
 
 void SurgeFs::remember(Ino ino) {

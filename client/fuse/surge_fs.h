@@ -34,12 +34,21 @@ struct FsOptions {
   // phases). Such a descriptor cannot be mmapped anyway, and the kernel
   // drops cached pages of the range each direct write covers.
   bool wronly_direct = true;
+  // Read-write opens bypass it too, but only where the kernel lets such
+  // files be mapped MAP_SHARED anyway (FUSE_DIRECT_IO_ALLOW_MMAP, Linux
+  // 6.6+; init_extensions.h). Reads through them then go to libsurge
+  // directly, which reads ahead on its own for a sequential stream.
+  bool rdwr_direct = true;
+  // libsurge's read-ahead for direct opens (the mount's readahead_kb).
+  size_t direct_read_ahead = 4u << 20;
 };
 
 // Whether an open with these flags gets FOPEN_DIRECT_IO: O_DIRECT, O_APPEND
 // (libsurge places appends at the true end, which the kernel may not
-// know), and write-only opens when wronly_direct is set.
-bool direct_io_for(const FsOptions& o, int open_flags);
+// know), write-only opens when wronly_direct is set, and read-write opens
+// when rdwr_direct is set and direct-IO files can still be mapped
+// (mmap_ok).
+bool direct_io_for(const FsOptions& o, int open_flags, bool mmap_ok);
 
 class SurgeFs {
  public:

@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "client/fuse/fuse_loop.h"
+#include "client/fuse/init_extensions.h"
 #include "client/fuse/mount_options.h"
 #include "client/fuse/surge_fs.h"
 #include "common/log.h"
@@ -69,10 +70,11 @@ int run(MountConfig& cfg, int status_fd) {
     report(status_fd, "logging: " + ls.ToString());
     return 1;
   }
+  cfg.client.read_ahead_bytes = 0;  // the kernel reads ahead (read_ahead_kb)...
+  cfg.fs.direct_read_ahead = size_t{cfg.readahead_kb} << 10;  // ...but not for direct opens
   // Every FUSE worker receives requests into a registered buffer; a write
   // going behind keeps its buffer until the data servers have the bytes, so
   // allow for the write-behind window of a few files being written at once.
-  cfg.client.read_ahead_bytes = 0;  // the kernel reads ahead (read_ahead_kb)
   cfg.client.request_buffer_size = surge::fuse::receive_buffer_size();
   cfg.client.request_buffers =
       cfg.max_threads + 4 * std::max<size_t>(cfg.client.write_behind_bytes >> 20, 1);
@@ -109,6 +111,7 @@ int run(MountConfig& cfg, int status_fd) {
     report(status_fd, "cannot mount on " + cfg.mountpoint);
     return 1;
   }
+  surge::fuse::install_init_extensions(se);
   if (cfg.readahead_kb > 0) {
     Status rs = set_readahead(cfg.mountpoint, cfg.readahead_kb);
     if (!rs.ok()) SLOG_WARN("fuse: read-ahead not set: {}", rs.ToString());

@@ -14,9 +14,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common/crc32c.h"
 #include "tests/client/local_cluster.h"
@@ -533,12 +535,12 @@ TEST_F(PosixMount, MmapThroughThePageCache) {
 
 TEST_F(PosixMount, WriteOnlyDescriptorsStayCoherentWithCachedOnes) {
   // Write-only opens bypass the page cache (wronly_direct); what they
-  // write is still what a cached descriptor and a shared mapping of the
-  // same file see next.
+  // write is still what a cached (read-only) descriptor and a shared
+  // mapping of the same file see next.
   std::string path = dir_ + "/mixed";
   const size_t len = 3 * kStripe + 100;
   ASSERT_TRUE(write_file(path, std::string(len, 'a')).ok());
-  int rw = ::open(path.c_str(), O_RDWR);
+  int rw = ::open(path.c_str(), O_RDONLY);
   ASSERT_GE(rw, 0);
   std::string got(len, '\0');
   ASSERT_EQ(::pread(rw, got.data(), len, 0), static_cast<ssize_t>(len));  // now cached
@@ -556,6 +558,76 @@ TEST_F(PosixMount, WriteOnlyDescriptorsStayCoherentWithCachedOnes) {
   EXPECT_EQ(memcmp(p, expect.data(), len), 0) << "read through the shared mapping";
   munmap(p, len);
   close(rw);
+}
+
+// How many of the first `len` bytes' pages of the file mapped at p the
+// page cache holds (mincore asks the cache; it faults nothing in).
+size_t cached_pages(void* p, size_t len) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((len + page - 1) / page);
+  if (mincore(p, len, v.data()) != 0) return SIZE_MAX;
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+TEST_F(PosixMount, ReadWriteOpensBypassThePageCacheAndStillMap) {
+  // On this kernel (FUSE_DIRECT_IO_ALLOW_MMAP, Linux 6.6+) read-write opens
+  // are direct (rdwr_direct): their writes leave no pages in the cache, and
+  // a shared mapping of the same descriptor still works both ways.
+  std::string path = dir_ + "/rw-direct";
+  const size_t len = 2 * kStripe + 8192;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  std::string data = random_bytes(len, 21);
+  ASSERT_EQ(::pwrite(fd, data.data(), len, 0), static_cast<ssize_t>(len));
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(cached_pages(p, len), 0u) << "the write went through the page cache";
+  EXPECT_EQ(memcmp(p, data.data(), len), 0) << "the mapping reads what was written";
+  memcpy(static_cast<char*>(p) + 100, "MAPPED", 6);
+  ASSERT_EQ(msync(p, len, MS_SYNC), 0);
+  char got[6];
+  ASSERT_EQ(::pread(fd, got, 6, 100), 6);
+  EXPECT_EQ(std::string(got, 6), "MAPPED") << "a read sees what the mapping wrote";
+  ASSERT_EQ(::pwrite(fd, "DIRECT", 6, kStripe + 3), 6);
+  EXPECT_EQ(memcmp(static_cast<char*>(p) + kStripe + 3, "DIRECT", 6), 0)
+      << "the mapping sees what a write wrote";
+  munmap(p, len);
+  close(fd);
+}
+
+TEST_F(PosixMount, RdwrDirectOffKeepsThePageCacheForReadWriteOpens) {
+  auto m = cluster_->mount("mnt-rdwr-cached", "rdwr_direct=0");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  // The same file system: SetUp's directory is there too.
+  std::string path =
+      *m + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/cached";
+  const size_t len = 16 * 4096;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+  std::string data = random_bytes(len, 22);
+  ASSERT_EQ(::pwrite(fd, data.data(), len, 0), static_cast<ssize_t>(len));
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(cached_pages(p, len), len / 4096) << "write-through leaves the pages cached";
+  munmap(p, len);
+  close(fd);
+  ASSERT_TRUE(cluster_->unmount(*m).ok());
+}
+
+TEST_F(PosixMount, AppendDescriptorsCanBeMappedShared) {
+  // O_APPEND opens are always direct; with direct-IO mmap they map too.
+  std::string path = dir_ + "/append-mapped";
+  ASSERT_TRUE(write_file(path, std::string(8192, 'x')).ok());
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "tail", 4), 4);
+  void* p = mmap(nullptr, 8196, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(memcmp(static_cast<char*>(p) + 8192, "tail", 4), 0);
+  munmap(p, 8196);
+  close(fd);
 }
 
 TEST_F(PosixMount, StatfsAndFsync) {
