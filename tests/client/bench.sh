@@ -7,7 +7,7 @@
 #     then reads, 1 and 2 jobs (file per job);
 #   * fio through the FUSE mount, the same pattern, reads after a remount
 #     (the page cache holds nothing of the files); writes also with
-#     O_DIRECT, beside the buffered ones, to show the page cache's share;
+#     O_DIRECT, beside the buffered ones;
 # and prints MiB/s and the ratios native/iperf3 and mount/native. Each
 # figure is the best of REPEAT runs (default 3): on a shared machine the
 # other load only ever makes a run slower.
@@ -108,9 +108,9 @@ fio_mibs() {  # rw jobs [fio flags] -> MiB/s
 for _ in $(seq 1 "$REPEAT"); do
   for j in 1 2; do
     keep_best mw,$j "$(fio_mibs write $j)"
-    # Beside it, for what the page cache costs: the same with O_DIRECT (fio
-    # opens O_RDWR, so its buffered writes take the page cache; write-only
-    # opens such as cp's and dd's bypass it as these do).
+    # Beside it, the same with O_DIRECT. fio opens O_RDWR, which surge-fuse
+    # opens direct too where the kernel can still map such files (Linux
+    # 6.6+, rdwr_direct); elsewhere its buffered writes take the page cache.
     keep_best md,$j "$(fio_mibs write $j --direct=1)"
     remount  # reads start with an empty page cache
     keep_best mr,$j "$(fio_mibs read $j)"
