@@ -351,7 +351,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
     SURGE_RETURN_IF_ERROR(report_size_locked(*st, false));
   }
   if (st) drain_writes(*st);
-  if (st) drop_read_ahead(*st);
+  if (st) st->data_gen.fetch_add(1, std::memory_order_acq_rel);
   mds::SetAttrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
@@ -380,6 +380,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
     st->mds_size = resp.attr().size();
     st->written_end = std::min(st->written_end, sa.size);
     st->reported_end = std::min(st->reported_end, sa.size);
+    st->data_gen.fetch_add(1, std::memory_order_acq_rel);  // and what was read meanwhile
   }
   return merge_local(attr_from_proto(resp.attr()));
 }
@@ -630,7 +631,6 @@ std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& p
     std::lock_guard slk(st->mu);
     st->opens++;
   }
-  drop_read_ahead(*st);  // close-to-open: nothing fetched before this open
   std::lock_guard lk(st->mu);
   st->layout = layout_from_proto(pa.layout());
   st->mds_size = a.size;
@@ -730,6 +730,8 @@ void ClientImpl::retire_oldest_locked(InodeState& st, std::unique_lock<std::mute
   st.inflight.pop_front();
   st.inflight_bytes -= w.length;
   Status s = w.batch->wait();
+  // Read ahead fetched while these bytes travelled may hold the old ones.
+  st.data_gen.fetch_add(1, std::memory_order_acq_rel);
   if (!s.ok()) {
     std::lock_guard lk(st.mu);
     if (st.write_error.ok()) st.write_error = s;
@@ -796,7 +798,7 @@ Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t off
   drain_writes(*f.state);  // our own writes in flight first
   size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
   if (size_t ra = f.read_ahead.load(std::memory_order_relaxed); ra > 0) {
-    SURGE_RETURN_IF_ERROR(read_with_read_ahead(*f.state, layout, size, ra,
+    SURGE_RETURN_IF_ERROR(read_with_read_ahead(f, layout, size, ra,
                                                static_cast<std::byte*>(buf), n, offset));
   } else {
     SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
@@ -808,23 +810,29 @@ void ClientImpl::set_read_ahead(File& file, size_t bytes) {
   static_cast<FileImpl&>(file).read_ahead.store(bytes, std::memory_order_relaxed);
 }
 
-void ClientImpl::drop_read_ahead(InodeState& st) {
-  std::lock_guard lk(st.ra_mu);
-  st.ra_windows.clear();  // each waits for its batch before its buffer goes
+void ClientImpl::drop_read_ahead(FileImpl& f) {
+  std::lock_guard lk(f.ra_mu);
+  f.ra_windows.clear();  // each waits for its batch before its buffer goes
 }
 
-Status ClientImpl::read_with_read_ahead(InodeState& st, const StripeLayout& layout, uint64_t size,
-                                        size_t read_ahead, std::byte* dst, size_t n, uint64_t offset) {
+Status ClientImpl::read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
+                                        size_t read_ahead, std::byte* dst, size_t n,
+                                        uint64_t offset) {
   constexpr uint64_t kWindow = 1u << 20;
-  std::lock_guard lk(st.ra_mu);
-  const bool sequential = offset == st.ra_next;
-  st.ra_next = offset + n;
+  InodeState& st = *f.state;
+  std::lock_guard lk(f.ra_mu);
+  if (const uint64_t gen = st.data_gen.load(std::memory_order_acquire); gen != f.ra_gen) {
+    f.ra_windows.clear();  // fetched before a write or truncate of this client
+    f.ra_gen = gen;
+  }
+  const bool sequential = offset == f.ra_next;
+  f.ra_next = offset + n;
   uint64_t pos = offset;
   size_t done = 0;
-  while (done < n && !st.ra_windows.empty()) {
-    InodeState::Window& w = st.ra_windows.front();
+  while (done < n && !f.ra_windows.empty()) {
+    FileImpl::Window& w = f.ra_windows.front();
     if (pos < w.offset || pos >= w.offset + w.length) {
-      st.ra_windows.clear();  // not where this read is: a jump
+      f.ra_windows.clear();  // not where this read is: a jump
       break;
     }
     if (!w.landed) {
@@ -833,31 +841,31 @@ Status ClientImpl::read_with_read_ahead(InodeState& st, const StripeLayout& layo
     }
     if (!w.status.ok()) {
       // Read it again directly below: a lasting error is reported from there.
-      st.ra_windows.clear();
+      f.ra_windows.clear();
       break;
     }
     size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, w.offset + w.length - pos));
     std::memcpy(dst + done, w.buf.data() + (pos - w.offset), k);
     done += k;
     pos += k;
-    if (pos == w.offset + w.length) st.ra_windows.pop_front();
+    if (pos == w.offset + w.length) f.ra_windows.pop_front();
   }
   if (done < n) SURGE_RETURN_IF_ERROR(io_->read(st.ino, layout, dst + done, n - done, pos));
   if (!sequential) return Status::OK();
-  uint64_t from = st.ra_windows.empty()
+  uint64_t from = f.ra_windows.empty()
                       ? offset + n
-                      : st.ra_windows.back().offset + st.ra_windows.back().length;
+                      : f.ra_windows.back().offset + f.ra_windows.back().length;
   const uint64_t until = std::min(size, offset + n + read_ahead);
   while (from < until) {
     const uint64_t end = std::min(until, (from / kWindow + 1) * kWindow);
     auto pb = pool_->try_acquire(end - from);
     if (!pb.ok()) break;  // the pool is busy (write behind): read ahead less
-    InodeState::Window w;
+    FileImpl::Window w;
     w.offset = from;
     w.length = end - from;
     w.buf = std::move(*pb);
     w.batch = io_->start_read(st.ino, layout, w.buf.data(), w.length, from);
-    st.ra_windows.push_back(std::move(w));
+    f.ra_windows.push_back(std::move(w));
     from = end;
   }
   return Status::OK();
@@ -893,7 +901,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
   }
   InodeState& st = *f.state;
   SURGE_RETURN_IF_ERROR(take_write_error(st));  // an earlier write-behind failure
-  drop_read_ahead(st);  // any handle's: what they fetched may be stale now
+  st.data_gen.fetch_add(1, std::memory_order_acq_rel);  // every handle's windows may be stale
   if (f.flags() & O_APPEND) {
     drain_writes(st);
     SURGE_RETURN_IF_ERROR(take_write_error(st));
@@ -1003,8 +1011,8 @@ Status ClientImpl::close_handle(FileImpl& f) {
     std::lock_guard lk(f.state->mu);
     last = --f.state->opens == 0;
   }
+  drop_read_ahead(f);  // its pool buffers serve others now
   if (last) {
-    drop_read_ahead(*f.state);  // its pool buffers serve others now
     std::lock_guard lk(inodes_mu_);
     auto it = inodes_.find(f.ino());
     if (it != inodes_.end() && it->second == f.state) {

@@ -66,19 +66,10 @@ struct InodeState {
   std::deque<PendingWrite> inflight;  // oldest first; guarded by wb_mu
   uint64_t inflight_bytes = 0;        // guarded by wb_mu
 
-  // Read ahead, guarded by ra_mu: contiguous windows of the file past the
-  // last sequential read, each fetched (or being fetched) into a pool buffer.
-  struct Window {
-    uint64_t offset = 0;
-    size_t length = 0;
-    net::PoolBuffer buf;
-    std::unique_ptr<ReadBatch> batch;  // destroyed (waited for) before buf
-    bool landed = false;               // batch waited for; status below
-    Status status;
-  };
-  std::mutex ra_mu;
-  uint64_t ra_next = 0;             // where the next sequential read starts
-  std::deque<Window> ra_windows;    // ascending and contiguous
+  // Bumped whenever this client changes the file's bytes or size (a write
+  // accepted or retired, a truncate): read-ahead windows fetched under an
+  // older value may hold old bytes and are dropped before being served.
+  std::atomic<uint64_t> data_gen{0};
 };
 
 class FileImpl : public File {
@@ -94,6 +85,23 @@ class FileImpl : public File {
   Caller caller;
   std::atomic<size_t> read_ahead;  // bytes; ClientOptions' unless set_read_ahead
   std::atomic<bool> closed{false};
+
+  // Read ahead, per open file (one sequential stream each, so readers of
+  // one file through several descriptors neither wait for nor undo each
+  // other), guarded by ra_mu: contiguous windows past the last sequential
+  // read, each fetched (or being fetched) into a pool buffer.
+  struct Window {
+    uint64_t offset = 0;
+    size_t length = 0;
+    net::PoolBuffer buf;
+    std::unique_ptr<ReadBatch> batch;  // destroyed (waited for) before buf
+    bool landed = false;               // batch waited for; status below
+    Status status;
+  };
+  std::mutex ra_mu;
+  uint64_t ra_next = 0;           // where the next sequential read starts
+  uint64_t ra_gen = 0;            // state->data_gen when the windows were fetched
+  std::deque<Window> ra_windows;  // ascending and contiguous
   // Closes on destruction when the user forgot; files must not outlive
   // their Client.
   class ClientImpl* owner = nullptr;
@@ -177,10 +185,9 @@ class ClientImpl : public Client {
   // Client::pwrite_from.
   // pread's data path when read ahead is on: serves what the windows hold,
   // reads the rest, then keeps read_ahead_bytes in flight past it.
-  Status read_with_read_ahead(InodeState& st, const StripeLayout& layout, uint64_t size,
-                              size_t read_ahead,
-                              std::byte* dst, size_t n, uint64_t offset);
-  void drop_read_ahead(InodeState& st);
+  Status read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
+                              size_t read_ahead, std::byte* dst, size_t n, uint64_t offset);
+  void drop_read_ahead(FileImpl& f);
   Result<size_t> write_impl(File& file, const std::byte* buf, size_t len, uint64_t offset,
                             std::unique_ptr<RegisteredBuffer>* owned,
                             const std::function<void()>* on_accepted);

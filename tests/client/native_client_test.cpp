@@ -321,6 +321,44 @@ TEST_F(Native, ReadAheadOfOneOpenFileDropsOnAnotherHandlesWrite) {
   ASSERT_TRUE((*c)->close(*w).ok());
 }
 
+TEST_F(Native, ReadersOfOneFileThroughTwoHandlesEachReadTheirStreamExactly) {
+  // Read ahead is kept per open file: two threads streaming different
+  // halves of one file through their own handles, in odd-sized reads,
+  // each get exactly their bytes.
+  std::string data = random_bytes(12 << 20, 38);
+  auto f = client_->open("/two-streams", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->pwrite(**f, data.data(), data.size(), 0).ok());
+  ASSERT_TRUE(client_->close(*f).ok());
+  const size_t half = data.size() / 2;
+  std::vector<std::string> got(2, std::string(half, 'Z'));
+  std::vector<std::string> errors(2);
+  auto stream = [&](int i) {
+    auto h = client_->open("/two-streams", O_RDONLY);
+    if (!h.ok()) {
+      errors[i] = h.status().ToString();
+      return;
+    }
+    const size_t chunk = 77777;
+    for (size_t off = 0; off < half; off += chunk) {
+      size_t len = std::min(chunk, half - off);
+      auto r = client_->pread(**h, &got[i][off], len, i * half + off);
+      if (!r.ok() || *r != len) {
+        errors[i] = r.ok() ? "short read at " + std::to_string(off) : r.status().ToString();
+        return;
+      }
+    }
+    (void)client_->close(*h);
+  };
+  std::thread a(stream, 0), b(stream, 1);
+  a.join();
+  b.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_TRUE(got[0] == data.substr(0, half));
+  EXPECT_TRUE(got[1] == data.substr(half));
+}
+
 TEST_F(Native, OpensAndClosesOfOtherHandlesNeverUndoATruncate) {
   // surge-fuse's release is asynchronous, so the last close of one handle
   // can run while the same inode is opened again, and its size report

@@ -56,11 +56,12 @@ struct ClientOptions {
   // the next pwrite, flush, fsync or close of the file (as NFS does).
   // 0: every pwrite waits for the data servers.
   size_t write_behind_bytes = 8u << 20;
-  // Read ahead: while a file is read sequentially, up to this many bytes
-  // past the last read are already being fetched (1 MiB windows from the
-  // registered pool, every data server at once). Dropped by a write,
-  // truncate or open of the file in this client. 0: off (surge-fuse turns
-  // it off but for direct opens; the kernel reads ahead for the others).
+  // Read ahead: while an open file is read sequentially, up to this many
+  // bytes past its last read are already being fetched (1 MiB windows from
+  // the registered pool, every data server at once), for each open file on
+  // its own. Dropped by a write or truncate of the file in this client.
+  // 0: off (surge-fuse turns it off but for direct opens; the kernel reads
+  // ahead for the others).
   size_t read_ahead_bytes = 8u << 20;
   // How often the end of written data is reported to the MDS while writing.
   std::chrono::milliseconds size_report_interval{1000};
