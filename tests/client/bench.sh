@@ -6,8 +6,8 @@
 #   * libsurge directly (surge-bench --api native), sequential 1 MiB writes
 #     then reads, 1 and 2 jobs (file per job);
 #   * fio through the FUSE mount, the same pattern, reads after a remount
-#     (the page cache holds nothing of the files); writes also with
-#     O_DIRECT, beside the buffered ones;
+#     (the page cache holds nothing of the files); writes and reads also
+#     with O_DIRECT, beside the buffered ones;
 # and prints MiB/s and the ratios native/iperf3 and mount/native. Each
 # figure is the best of REPEAT runs (default 3): on a shared machine the
 # other load only ever makes a run slower.
@@ -114,6 +114,8 @@ for _ in $(seq 1 "$REPEAT"); do
     keep_best md,$j "$(fio_mibs write $j --direct=1)"
     remount  # reads start with an empty page cache
     keep_best mr,$j "$(fio_mibs read $j)"
+    # And with O_DIRECT: no page cache, libsurge reads ahead instead.
+    keep_best mdr,$j "$(fio_mibs read $j --direct=1)"
     rm -f "$MNT"/seq.*
   done
 done
@@ -127,10 +129,12 @@ printf "%-28s %10s %10s\n" "libsurge read (MiB/s)" "${R[nr,1]}" "${R[nr,2]}"
 printf "%-28s %10s %10s\n" "mount fio write (MiB/s)" "${R[mw,1]}" "${R[mw,2]}"
 printf "%-28s %10s %10s\n" "mount fio write O_DIRECT" "${R[md,1]}" "${R[md,2]}"
 printf "%-28s %10s %10s\n" "mount fio read (MiB/s)" "${R[mr,1]}" "${R[mr,2]}"
+printf "%-28s %10s %10s\n" "mount fio read O_DIRECT" "${R[mdr,1]}" "${R[mdr,2]}"
 printf "%-28s %10s %10s\n" "libsurge write / iperf3" "$(ratio "${R[nw,1]}" "${R[iperf,1]}")" "$(ratio "${R[nw,2]}" "${R[iperf,2]}")"
 printf "%-28s %10s %10s\n" "libsurge read / iperf3" "$(ratio "${R[nr,1]}" "${R[iperf,1]}")" "$(ratio "${R[nr,2]}" "${R[iperf,2]}")"
 printf "%-28s %10s %10s\n" "mount write / libsurge" "$(ratio "${R[mw,1]}" "${R[nw,1]}")" "$(ratio "${R[mw,2]}" "${R[nw,2]}")"
 printf "%-28s %10s %10s\n" "mount read / libsurge" "$(ratio "${R[mr,1]}" "${R[nr,1]}")" "$(ratio "${R[mr,2]}" "${R[nr,2]}")"
 printf "%-28s %10s %10s\n" "(O_DIRECT write / libsurge)" "$(ratio "${R[md,1]}" "${R[nw,1]}")" "$(ratio "${R[md,2]}" "${R[nw,2]}")"
+printf "%-28s %10s %10s\n" "(O_DIRECT read / libsurge)" "$(ratio "${R[mdr,1]}" "${R[nr,1]}")" "$(ratio "${R[mdr,2]}" "${R[nr,2]}")"
 echo "(best of $REPEAT; writes over $([ "$LAYOUT" = 1 ] && echo "laid-out" || echo "fresh") files;" \
   "targets: libsurge >= 0.70 of iperf3, mount >= 0.60 of libsurge; read-ahead 4096 KiB)"

@@ -285,6 +285,13 @@ Result<std::string> LocalCluster::mount(const std::string& name, const std::stri
   return Status::TimedOut("mount " + mp + " did not appear; log:\n" + log_tail(log));
 }
 
+pid_t LocalCluster::mount_pid(const std::string& mountpoint) const {
+  for (const auto& m : mounts_) {
+    if (m.path == mountpoint) return m.pid;
+  }
+  return -1;
+}
+
 Status LocalCluster::unmount(const std::string& mountpoint) {
   for (auto it = mounts_.begin(); it != mounts_.end(); ++it) {
     if (it->path != mountpoint) continue;

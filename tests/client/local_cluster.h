@@ -38,6 +38,9 @@ class LocalCluster {
   std::string mds_address() const;
   std::string ods_dir(int i) const;
   pid_t ods_pid(int i) const { return ods_pids_[static_cast<size_t>(i)]; }
+  pid_t mds_pid() const { return mds_pid_; }
+  // The surge-fuse of a mount made by mount(); -1 if none.
+  pid_t mount_pid(const std::string& mountpoint) const;
 
   // A native client on this cluster, with client_options().
   Result<std::unique_ptr<Client>> connect(int io_timeout_ms = 3000) const;
