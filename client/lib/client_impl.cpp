@@ -966,7 +966,10 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
       std::unique_ptr<WriteBatch> batch = io_->start_write(f.ino(), layout, src, len, offset);
       wl.lock();
       mine.batch = std::move(batch);
-      wl.unlock();
+      // Notified under the lock: once it is let go, a close waiting for this
+      // batch may finish and free st (the caller was answered above, so the
+      // kernel may already have released the file), and nothing of st may
+      // be touched after that.
       st.wb_cv.notify_all();
       return len;
     }

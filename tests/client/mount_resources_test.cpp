@@ -100,9 +100,10 @@ TEST(MountResources, FileChurnLeaksNoDescriptorsOrMemory) {
   EXPECT_LE(open_fds(fuse), fuse_fds + 4) << "surge-fuse descriptors";
   EXPECT_LE(open_fds(mds), mds_fds + 4) << "surge-mds descriptors";
   EXPECT_LE(open_fds(ods), ods_fds + 4) << "surge-ods descriptors";
-  // 4,000 more files went through (seen here: under 100 KiB of growth);
-  // 2 MiB would be half a KiB a file.
-  EXPECT_LT(rss_kib(fuse), fuse_rss + 2 * 1024) << "surge-fuse resident KiB, was " << fuse_rss;
+  // 4,000 more files went through. Seen here: under 100 KiB of growth,
+  // and 11 MiB with release made to leak its open file; 4 MiB would be a
+  // KiB a file.
+  EXPECT_LT(rss_kib(fuse), fuse_rss + 4 * 1024) << "surge-fuse resident KiB, was " << fuse_rss;
   RecordProperty("surge_fuse_rss_kib_after_warm_up", std::to_string(fuse_rss));
   RecordProperty("surge_fuse_rss_kib", std::to_string(rss_kib(fuse)));
   RecordProperty("surge_fuse_fds", std::to_string(open_fds(fuse)));
