@@ -1,5 +1,7 @@
 #include "client/fuse/mount_options.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -41,13 +43,37 @@ Result<uint64_t> to_uint(const std::string& key, const std::string& v) {
   return static_cast<uint64_t>(n);
 }
 
+// N, or N with a k/m/g suffix (KiB, MiB, GiB).
+Result<uint64_t> to_bytes(const std::string& key, const std::string& v) {
+  std::string digits = v;
+  unsigned shift = 0;
+  static const std::string kUnits = "kmg";  // 2^10, 2^20, 2^30
+  if (auto u =
+          v.empty()
+              ? std::string::npos
+              : kUnits.find(static_cast<char>(std::tolower(static_cast<unsigned char>(v.back()))));
+      u != std::string::npos) {
+    shift = 10 * static_cast<unsigned>(u + 1);
+    digits.pop_back();
+  }
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(digits.c_str(), &end, 10);
+  if (digits.empty() || digits[0] < '0' || digits[0] > '9' || *end != '\0' || errno == ERANGE ||
+      (n << shift >> shift) != n) {
+    return Status::InvalidArgument("mount option " + key + "=" + v +
+                                   ": not a size (N, Nk, Nm or Ng)");
+  }
+  return static_cast<uint64_t>(n) << shift;
+}
+
 Status apply_option(MountConfig& m, const std::string& opt) {
   auto eq = opt.find('=');
   std::string key = opt.substr(0, eq);
   std::string val = eq == std::string::npos ? "" : opt.substr(eq + 1);
   // fstab / mount(8) words with no meaning for a FUSE file system
-  static const char* kDropped[] = {"defaults", "auto", "noauto", "user", "nouser", "users",
-                                   "_netdev", "nofail", "rw"};
+  static const char* kDropped[] = {"defaults", "auto",    "noauto", "user", "nouser",
+                                   "users",    "_netdev", "nofail", "rw"};
   for (const char* d : kDropped) {
     if (key == d) return Status::OK();
   }
@@ -73,11 +99,16 @@ Status apply_option(MountConfig& m, const std::string& opt) {
   } else if (key == "readahead_kb") {
     SURGE_ASSIGN_OR_RETURN(uint64_t kb, to_uint(key, val));
     m.readahead_kb = static_cast<uint32_t>(kb);
-  } else if (key == "wronly_direct" || key == "rdwr_direct") {
+  } else if (key == "wronly_direct" || key == "rdwr_direct" || key == "rdonly_direct") {
     if (val != "0" && val != "1") {
       return Status::InvalidArgument("mount option " + key + "=" + val + ": 0 or 1");
     }
-    (key == "wronly_direct" ? m.fs.wronly_direct : m.fs.rdwr_direct) = val == "1";
+    bool& flag = key == "wronly_direct" ? m.fs.wronly_direct
+                 : key == "rdwr_direct" ? m.fs.rdwr_direct
+                                        : m.fs.rdonly_direct;
+    flag = val == "1";
+  } else if (key == "rdonly_direct_min") {
+    SURGE_ASSIGN_OR_RETURN(m.fs.rdonly_direct_min, to_bytes(key, val));
   } else if (key == "max_threads") {
     SURGE_ASSIGN_OR_RETURN(uint64_t n, to_uint(key, val));
     m.max_threads = static_cast<unsigned>(std::max<uint64_t>(n, 1));
@@ -115,6 +146,9 @@ std::string usage() {
          "  wronly_direct=0|1  write-only opens bypass the page cache (default 1)\n"
          "  rdwr_direct=0|1    read-write opens too, where the kernel can still\n"
          "                     mmap such files (Linux 6.6+; default 1)\n"
+         "  rdonly_direct=0|1  read-only opens of large files too, where the\n"
+         "                     kernel can still mmap such files (default 1)\n"
+         "  rdonly_direct_min=SIZE  what is large (default 16m; k/m/g suffixes)\n"
          "  log_level=L, log_file=PATH, pid_file=PATH\n"
          "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
          "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";

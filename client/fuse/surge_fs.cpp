@@ -250,9 +250,10 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* n
 // Whether the kernel caches this open's pages. Never across opens
 // (keep_cache 0: close-to-open). A direct open gets libsurge's read-ahead
 // in place of the kernel's, which it no longer has.
-void set_caching(SurgeFs& fs, fuse_file_info* fi) {
+void set_caching(SurgeFs& fs, fuse_file_info* fi, uint64_t file_size) {
   fi->keep_cache = 0;
-  fi->direct_io = direct_io_for(fs.options(), fi->flags, direct_io_mmap_granted()) ? 1 : 0;
+  fi->direct_io =
+      direct_io_for(fs.options(), fi->flags, file_size, direct_io_mmap_granted()) ? 1 : 0;
   if (fi->direct_io) fs.client().set_read_ahead(*file_of(fi), fs.options().direct_read_ahead);
 }
 
@@ -261,7 +262,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // O_APPEND writes are placed by libsurge at the file's end as the MDS and
   // this client know it; the kernel's i_size may be older (another mount
   // appended since), which is why such opens are direct (direct_io_for).
-  auto f = fs.client().open(ino, fi->flags, caller_of(req));
+  Attr a;
+  auto f = fs.client().open(ino, fi->flags, caller_of(req), &a);
   if (!f.ok()) {
     fuse_reply_err(req, err_of(f.status(), "open", ino));
     return;
@@ -273,7 +275,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // attributes are invalidated (offset -1): no page lock is taken, which
   // makes this safe inside the open request.
   if (fs.session() != nullptr) fuse_lowlevel_notify_inval_inode(fs.session(), ino, -1, 0);
-  set_caching(fs, fi);
+  set_caching(fs, fi, a.size);
   if (fuse_reply_open(req, fi) != 0) {
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
     (void)fs.client().close(std::move(of->file));
@@ -291,7 +293,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     return;
   }
   fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
-  set_caching(fs, fi);
+  set_caching(fs, fi, a.size);
   fuse_entry_param e = entry_of(fs, a);
   fs.remember(a.ino);
   if (fuse_reply_create(req, &e, fi) != 0) {
@@ -560,7 +562,7 @@ const fuse_lowlevel_ops* SurgeFs::ops() {
   return &kOps;
 }
 
-bool direct_io_for(const FsOptions& o, int open_flags, bool mmap_ok) {
+bool direct_io_for(const FsOptions& o, int open_flags, uint64_t file_size, bool mmap_ok) {
   // Appends bypass the page cache always: libsurge places them, not the
   // kernel, so cached pages at the kernel's (possibly stale) end would lie.
   if (open_flags & (O_DIRECT | O_APPEND)) return true;
@@ -570,7 +572,7 @@ bool direct_io_for(const FsOptions& o, int open_flags, bool mmap_ok) {
     case O_RDWR:
       return o.rdwr_direct && mmap_ok;
     default:
-      return false;
+      return o.rdonly_direct && mmap_ok && file_size >= o.rdonly_direct_min;
   }
 }
 

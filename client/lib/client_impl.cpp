@@ -643,7 +643,7 @@ std::shared_ptr<InodeState> ClientImpl::attach(const Attr& a, const mds::Attr& p
   return st;
 }
 
-Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c) {
+Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c, Attr* attr_out) {
   mds::OpenRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
@@ -660,6 +660,7 @@ Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c) {
   auto f = std::make_shared<FileImpl>(attach(a, resp.attr(), flags, c), flags, c,
                                       options_.read_ahead_bytes);
   f->owner = this;
+  if (attr_out != nullptr) *attr_out = a;
   return FileRef(f);
 }
 

@@ -140,7 +140,7 @@ class ClientImpl : public Client {
   Status set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
                         const Caller& c) override;
 
-  Result<FileRef> open(Ino ino, int flags, const Caller& c) override;
+  Result<FileRef> open(Ino ino, int flags, const Caller& c, Attr* attr_out) override;
   Result<FileRef> create(Ino parent, std::string_view name, uint32_t mode, int flags,
                          const Caller& c, Attr* attr_out) override;
   Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) override;

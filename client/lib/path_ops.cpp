@@ -102,7 +102,7 @@ Result<FileRef> Client::open(std::string_view path, int flags, uint32_t mode, co
   if ((a.mode & S_IFMT) == S_IFDIR && (flags & O_ACCMODE) != O_RDONLY) {
     return Status(Code::kIsDirectory, quoted(path, "is a directory"));
   }
-  return open(a.ino, flags, c);
+  return open(a.ino, flags, c, nullptr);
 }
 
 Status Client::mkdir(std::string_view path, uint32_t mode, const Caller& c) {

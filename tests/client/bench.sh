@@ -89,11 +89,11 @@ for _ in $(seq 1 "$REPEAT"); do
 done
 
 # -- fio through the mount ---------------------------------------------------
-remount() {
+remount() {  # [extra -o options]
   umount "$MNT"
   for _ in $(seq 1 100); do [ -f "$DIR/run/fuse.pid" ] || break; sleep 0.05; done
   "$BUILD/client/fuse/surge-fuse" "$MDS" "$MNT" \
-    -o "key_file=$KEY,allow_other,log_file=$DIR/logs/fuse.log,pid_file=$DIR/run/fuse.pid"
+    -o "key_file=$KEY,allow_other,log_file=$DIR/logs/fuse.log,pid_file=$DIR/run/fuse.pid${1:+,$1}"
 }
 fio_mibs() {  # rw jobs [fio flags] -> MiB/s
   local per=$((total / $2)) field rw=$1 jobs=$2
@@ -113,9 +113,16 @@ for _ in $(seq 1 "$REPEAT"); do
     # 6.6+, rdwr_direct); elsewhere its buffered writes take the page cache.
     keep_best md,$j "$(fio_mibs write $j --direct=1)"
     remount  # reads start with an empty page cache
+    # The files are large: read-only opens of them bypass the page cache
+    # too (rdonly_direct), libsurge reads ahead in the kernel's place.
     keep_best mr,$j "$(fio_mibs read $j)"
-    # And with O_DIRECT: no page cache, libsurge reads ahead instead.
+    # And with O_DIRECT.
     keep_best mdr,$j "$(fio_mibs read $j --direct=1)"
+    # And through the page cache, as with rdonly_direct=0 (or a file
+    # smaller than rdonly_direct_min): the kernel's read-ahead.
+    remount rdonly_direct=0
+    keep_best mcr,$j "$(fio_mibs read $j)"
+    remount
     rm -f "$MNT"/seq.*
   done
 done
@@ -130,11 +137,13 @@ printf "%-28s %10s %10s\n" "mount fio write (MiB/s)" "${R[mw,1]}" "${R[mw,2]}"
 printf "%-28s %10s %10s\n" "mount fio write O_DIRECT" "${R[md,1]}" "${R[md,2]}"
 printf "%-28s %10s %10s\n" "mount fio read (MiB/s)" "${R[mr,1]}" "${R[mr,2]}"
 printf "%-28s %10s %10s\n" "mount fio read O_DIRECT" "${R[mdr,1]}" "${R[mdr,2]}"
+printf "%-28s %10s %10s\n" "mount fio read page cache" "${R[mcr,1]}" "${R[mcr,2]}"
 printf "%-28s %10s %10s\n" "libsurge write / iperf3" "$(ratio "${R[nw,1]}" "${R[iperf,1]}")" "$(ratio "${R[nw,2]}" "${R[iperf,2]}")"
 printf "%-28s %10s %10s\n" "libsurge read / iperf3" "$(ratio "${R[nr,1]}" "${R[iperf,1]}")" "$(ratio "${R[nr,2]}" "${R[iperf,2]}")"
 printf "%-28s %10s %10s\n" "mount write / libsurge" "$(ratio "${R[mw,1]}" "${R[nw,1]}")" "$(ratio "${R[mw,2]}" "${R[nw,2]}")"
 printf "%-28s %10s %10s\n" "mount read / libsurge" "$(ratio "${R[mr,1]}" "${R[nr,1]}")" "$(ratio "${R[mr,2]}" "${R[nr,2]}")"
 printf "%-28s %10s %10s\n" "(O_DIRECT write / libsurge)" "$(ratio "${R[md,1]}" "${R[nw,1]}")" "$(ratio "${R[md,2]}" "${R[nw,2]}")"
 printf "%-28s %10s %10s\n" "(O_DIRECT read / libsurge)" "$(ratio "${R[mdr,1]}" "${R[nr,1]}")" "$(ratio "${R[mdr,2]}" "${R[nr,2]}")"
+printf "%-28s %10s %10s\n" "(page-cache read / libsurge)" "$(ratio "${R[mcr,1]}" "${R[nr,1]}")" "$(ratio "${R[mcr,2]}" "${R[nr,2]}")"
 echo "(best of $REPEAT; writes over $([ "$LAYOUT" = 1 ] && echo "laid-out" || echo "fresh") files;" \
   "targets: libsurge >= 0.70 of iperf3, mount >= 0.60 of libsurge; read-ahead 4096 KiB)"

@@ -94,6 +94,22 @@ TEST_F(Native, EveryBoundaryRoundTrips) {
   }
 }
 
+TEST_F(Native, OpenByInodeReportsTheAttributesItFound) {
+  auto f = client_->open("/open-attr", O_RDWR | O_CREAT, 0640);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::string data = random_bytes(70000, 41);
+  ASSERT_TRUE(client_->pwrite(**f, data.data(), data.size(), 0).ok());
+  const Ino ino = (*f)->ino();
+  ASSERT_TRUE(client_->close(*f).ok());
+  Attr a;
+  auto g = client_->open(ino, O_RDONLY, Caller{}, &a);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(a.ino, ino);
+  EXPECT_EQ(a.size, data.size());
+  EXPECT_EQ(a.mode & 07777, 0640u);
+  ASSERT_TRUE(client_->close(*g).ok());
+}
+
 TEST_F(Native, OwnWritesVisiblePastTheMdsSizeBeforeReport) {
   auto f = client_->open("/own", O_RDWR | O_CREAT, 0644);
   ASSERT_TRUE(f.ok());
@@ -376,7 +392,7 @@ TEST_F(Native, OpensAndClosesOfOtherHandlesNeverUndoATruncate) {
   std::thread churn([&] {
     std::string buf(64 << 10, '\0');
     while (!stop.load()) {
-      auto g = client_->open(ino, O_RDONLY, Caller{});
+      auto g = client_->open(ino, O_RDONLY, Caller{}, nullptr);
       if (!g.ok()) continue;
       (void)client_->pread(**g, buf.data(), buf.size(), 0);
       (void)client_->pread(**g, buf.data(), buf.size(), buf.size());
@@ -386,7 +402,7 @@ TEST_F(Native, OpensAndClosesOfOtherHandlesNeverUndoATruncate) {
   std::string data = random_bytes(4 << 20, 37);
   const uint64_t cut = 2 << 20;
   for (int i = 0; i < 200; ++i) {
-    auto h = client_->open(ino, O_RDWR, Caller{});
+    auto h = client_->open(ino, O_RDWR, Caller{}, nullptr);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     ASSERT_TRUE(client_->pwrite(**h, data.data(), data.size(), 0).ok());
     SetAttr sa;

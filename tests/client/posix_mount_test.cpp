@@ -630,6 +630,147 @@ TEST_F(PosixMount, AppendDescriptorsCanBeMappedShared) {
   close(fd);
 }
 
+// A second mount of the suite's file system with these options; where the
+// test's directory is, on it.
+class ExtraMount {
+ public:
+  ExtraMount(LocalCluster* c, const std::string& name, const std::string& opts) : c_(c) {
+    auto m = c->mount(name, opts);
+    if (!m.ok()) {
+      error_ = m.status().ToString();
+      return;
+    }
+    mnt_ = *m;
+  }
+  ~ExtraMount() {
+    if (!mnt_.empty()) (void)c_->unmount(mnt_);
+  }
+  bool ok() const { return !mnt_.empty(); }
+  const std::string& error() const { return error_; }
+  std::string dir() const {
+    return mnt_ + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+ private:
+  LocalCluster* c_;
+  std::string mnt_, error_;
+};
+
+TEST_F(PosixMount, LargeReadOnlyOpensBypassThePageCacheAndStillMap) {
+  // rdonly_direct: a read-only open of a file of rdonly_direct_min bytes or
+  // more reads through libsurge, leaving no pages in the cache, and a
+  // shared mapping of it still reads the file (Linux 6.6+, as above).
+  ExtraMount m(cluster_, "mnt-rdonly-direct", "rdonly_direct_min=1m");
+  ASSERT_TRUE(m.ok()) << m.error();
+  const size_t len = (1 << 20) + 3 * kStripe + 100;
+  std::string data = random_bytes(len, 23);
+  ASSERT_TRUE(write_file(dir_ + "/large", data).ok());
+  int fd = ::open((m.dir() + "/large").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::string got(len, '\0');
+  ASSERT_EQ(::pread(fd, got.data(), len, 0), static_cast<ssize_t>(len));
+  EXPECT_TRUE(got == data) << "the direct read returned other bytes";
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(cached_pages(p, len), 0u) << "the read went through the page cache";
+  EXPECT_EQ(memcmp(p, data.data(), len), 0) << "the mapping reads the file";
+  munmap(p, len);
+  close(fd);
+}
+
+TEST_F(PosixMount, SmallReadOnlyOpensKeepThePageCache) {
+  // Below rdonly_direct_min a read-only open is cached as ever.
+  ExtraMount m(cluster_, "mnt-rdonly-small", "rdonly_direct_min=1m");
+  ASSERT_TRUE(m.ok()) << m.error();
+  const size_t len = (1 << 20) - 4096;
+  ASSERT_TRUE(write_file(dir_ + "/small", random_bytes(len, 24)).ok());
+  int fd = ::open((m.dir() + "/small").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::string got(len, '\0');
+  ASSERT_EQ(::pread(fd, got.data(), len, 0), static_cast<ssize_t>(len));
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(cached_pages(p, len), len / 4096) << "the read left no pages cached";
+  munmap(p, len);
+  close(fd);
+}
+
+TEST_F(PosixMount, RdonlyDirectOffKeepsThePageCacheForLargeFiles) {
+  ExtraMount m(cluster_, "mnt-rdonly-cached", "rdonly_direct=0,rdonly_direct_min=1m");
+  ASSERT_TRUE(m.ok()) << m.error();
+  const size_t len = 2 << 20;
+  ASSERT_TRUE(write_file(dir_ + "/large", random_bytes(len, 25)).ok());
+  int fd = ::open((m.dir() + "/large").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::string got(len, '\0');
+  ASSERT_EQ(::pread(fd, got.data(), len, 0), static_cast<ssize_t>(len));
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
+  EXPECT_EQ(cached_pages(p, len), len / 4096) << "the read bypassed the page cache";
+  munmap(p, len);
+  close(fd);
+}
+
+// Reads `path` in chunks of `chunk` bytes through one descriptor.
+Result<std::string> read_in_chunks(const std::string& path, size_t chunk) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  std::string out, buf(chunk, '\0');
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), chunk);
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      return Status::FromErrno(e, "read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf.data(), static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+TEST_F(PosixMount, DirectReadOnlyOpensReadEveryBoundaryExactly) {
+  // Every read-only open direct (rdonly_direct_min=0): libsurge's read-ahead
+  // serves the stream. Each size around the stripe and object boundaries,
+  // read whole and in odd chunks, holes included, ends exactly at its end.
+  ExtraMount m(cluster_, "mnt-rdonly-all", "rdonly_direct_min=0");
+  ASSERT_TRUE(m.ok()) << m.error();
+  const uint64_t S = kStripe, R = 3 * kStripe;
+  for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{4097}, S - 1, S + 1, R, R + 1,
+                     2 * R + 4097, uint64_t{(1 << 20) + 1}, uint64_t{(5 << 20) + 5}}) {
+    std::string name = "/f" + std::to_string(n);
+    std::string data = random_bytes(n, n + 7);
+    ASSERT_TRUE(write_file(dir_ + name, data).ok()) << name;
+    for (size_t chunk : {size_t{4096}, size_t{10000}, size_t{(1 << 20) + 1}}) {
+      auto back = read_in_chunks(m.dir() + name, chunk);
+      ASSERT_TRUE(back.ok()) << back.status().ToString();
+      ASSERT_EQ(back->size(), n) << name << " in chunks of " << chunk;
+      EXPECT_TRUE(*back == data) << name << " in chunks of " << chunk;
+    }
+  }
+  // A sparse file: data, a hole of several stripes, data at the end.
+  std::string path = dir_ + "/sparse";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, "head", 4, 0), 4);
+  ASSERT_EQ(::pwrite(fd, "tail", 4, 7 * S + 11), 4);
+  ASSERT_EQ(close(fd), 0);
+  std::string expect(7 * S + 15, '\0');
+  memcpy(&expect[0], "head", 4);
+  memcpy(&expect[7 * S + 11], "tail", 4);
+  auto back = read_in_chunks(m.dir() + "/sparse", 10000);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == expect) << "holes read as zeros";
+}
+
+TEST_F(PosixMount, MountRefusesABadSizeOption) {
+  auto m = cluster_->mount("mnt-bad-size", "rdonly_direct_min=12q");
+  ASSERT_FALSE(m.ok()) << "mounted with rdonly_direct_min=12q";
+  EXPECT_NE(m.status().ToString().find("rdonly_direct_min=12q"), std::string::npos)
+      << m.status().ToString();
+}
+
 TEST_F(PosixMount, StatfsAndFsync) {
   struct statvfs v;
   ASSERT_EQ(statvfs(mnt_.c_str(), &v), 0);

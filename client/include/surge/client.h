@@ -230,8 +230,9 @@ class Client {
                                 const Caller& c) = 0;
 
   // Opens an existing inode (flags: O_RDONLY/O_WRONLY/O_RDWR, O_TRUNC,
-  // O_APPEND); checks access at the MDS.
-  virtual Result<FileRef> open(Ino ino, int flags, const Caller& c) = 0;
+  // O_APPEND); checks access at the MDS. attr_out (may be null) gets the
+  // inode's attributes as the open found them.
+  virtual Result<FileRef> open(Ino ino, int flags, const Caller& c, Attr* attr_out) = 0;
   // Creates name in parent (O_EXCL: EEXIST if present) and opens it.
   virtual Result<FileRef> create(Ino parent, std::string_view name, uint32_t mode, int flags,
                                  const Caller& c, Attr* attr_out) = 0;
