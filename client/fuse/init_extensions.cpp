@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "common/log.h"
 
@@ -26,9 +28,13 @@ constexpr size_t kOutHeaderSize = 16;         // fuse_out_header
 constexpr size_t kOutErrorAt = 4;             // int32 error
 constexpr size_t kOutUniqueAt = 8;            // uint64 unique
 constexpr size_t kInitOutFlagsAt = 12;        // fuse_init_out.flags
+constexpr size_t kInitOutMaxPagesAt = 28;     // fuse_init_out.max_pages (uint16)
 constexpr size_t kInitOutFlags2At = 32;       // fuse_init_out.flags2
+constexpr uint32_t kMaxPagesFlag = 1u << 22;  // FUSE_MAX_PAGES: max_pages is valid
 constexpr uint32_t kInitExt = 1u << 30;       // FUSE_INIT_EXT: flags2 is valid
 constexpr uint32_t kAllowMmap2 = 1u << (36 - 32);  // FUSE_DIRECT_IO_ALLOW_MMAP
+
+constexpr uint16_t kMaxPages = 512;
 
 std::atomic<uint64_t> g_init_unique{0};
 std::atomic<uint32_t> g_offered2{0};  // the kernel's flags2, when it set INIT_EXT
@@ -58,6 +64,15 @@ ssize_t read_request(int fd, void* buf, size_t len, void*) {
   return n;
 }
 
+// The kernel's cap on pages per request, as text ("256 (fixed)" where the
+// kernel has no such setting).
+std::string pages_limit() {
+  std::ifstream in("/proc/sys/fs/fuse/max_pages_limit");
+  std::string v;
+  if (!(in >> v)) return "256 (fixed)";
+  return v;
+}
+
 // libfuse sends the INIT reply as {out header, fuse_init_out}; the second
 // part is do_init's own copy, so it may be changed in place.
 void extend_init_reply(iovec* iov, int count) {
@@ -65,6 +80,15 @@ void extend_init_reply(iovec* iov, int count) {
   if (load<int32_t>(iov[0].iov_base, kOutErrorAt) != 0) return;
   if (iov[1].iov_len < kInitOutFlags2At + 4) return;  // an old kernel's short reply
   uint32_t flags = load<uint32_t>(iov[1].iov_base, kInitOutFlagsAt);
+  if (flags & kMaxPagesFlag) {
+    // libfuse asks for max_write's 256 pages. A 1 MiB read into memory that
+    // is not page-aligned (malloc's) spans 257, and the kernel would split
+    // it in two requests; max_read (FsOptions) still caps a request at
+    // 1 MiB. The kernel clamps this to fs.fuse.max_pages_limit.
+    store<uint16_t>(iov[1].iov_base, kInitOutMaxPagesAt, kMaxPages);
+    SLOG_INFO("fuse: init: asked for {} pages per request (fs.fuse.max_pages_limit: {})",
+              kMaxPages, pages_limit());
+  }
   if (!(flags & kInitExt) || !(g_offered2.load() & kAllowMmap2)) {
     SLOG_INFO("fuse: init: the kernel does not offer direct-IO mmap");
     return;

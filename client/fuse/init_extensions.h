@@ -1,13 +1,19 @@
 // InitExtensions: asks the kernel, at FUSE_INIT, for what Debian 12's
-// libfuse 3.14 cannot name. Today that is FUSE_DIRECT_IO_ALLOW_MMAP (Linux
-// 6.6+): files opened with direct IO may still be mapped MAP_SHARED, through
-// the page cache, so surge-fuse can open read-write files direct (no copy
-// into page-cache pages on write) without breaking mmap.
+// libfuse 3.14 cannot name or chooses otherwise:
+//   * FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+): files opened with direct IO
+//     may still be mapped MAP_SHARED, through the page cache, so surge-fuse
+//     can open files direct (no copy into page-cache pages) without
+//     breaking mmap;
+//   * 512 pages per request where libfuse asks for max_write's 256: a 1 MiB
+//     read into memory that is not page-aligned spans 257 pages, which the
+//     kernel would split into two requests (it clamps this to
+//     fs.fuse.max_pages_limit; the max_read mount option still caps a
+//     request at 1 MiB).
 //
 // It works through libfuse's custom-IO hook: reads and writes of /dev/fuse
-// pass through here unchanged, except the INIT reply, whose flags2 gets the
-// bit when the kernel offered it. Whether it was granted is known once the
-// reply has gone out (before any open can arrive).
+// pass through here unchanged, except the INIT reply, which is changed in
+// place. Whether direct-IO mmap was granted is known once the reply has
+// gone out (before any open can arrive).
 #pragma once
 
 #include <fuse_lowlevel.h>

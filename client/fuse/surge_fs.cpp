@@ -107,6 +107,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   const FsOptions& o = fs->options();
   conn->max_write = o.max_write;
   conn->max_readahead = o.max_readahead;
+  conn->max_read = o.max_read;  // as the mount option said (surge_fuse_main)
   conn->max_background = o.max_background;
   conn->congestion_threshold = o.max_background * 3 / 4;
   auto want = [conn](unsigned cap) {
@@ -306,19 +307,15 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
-  // The reply is written to /dev/fuse straight from the buffer the data
-  // servers filled (a registered pool buffer when it fits one).
-  auto buf = fs.client().register_buffer(size);
-  if (!buf.ok()) {
-    fuse_reply_err(req, err_of(buf.status(), "read buffer", ino));
-    return;
-  }
-  auto n = fs.client().pread(*file_of(fi), (*buf)->data(), size, static_cast<uint64_t>(off));
-  if (!n.ok()) {
-    fuse_reply_err(req, err_of(n.status(), "read", ino));
-    return;
-  }
-  fuse_reply_buf(req, reinterpret_cast<const char*>((*buf)->data()), *n);
+  // The reply is written to /dev/fuse straight from the buffers the data
+  // servers filled: libsurge's read-ahead windows of a direct open, else a
+  // pool buffer read into for this request. No copy on the way.
+  auto n = fs.client().pread_to(*file_of(fi), size, static_cast<uint64_t>(off),
+                                [req](std::span<const iovec> pieces) {
+                                  fuse_reply_iov(req, pieces.data(),
+                                                 static_cast<int>(pieces.size()));
+                                });
+  if (!n.ok()) fuse_reply_err(req, err_of(n.status(), "read", ino));
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,

@@ -26,6 +26,9 @@ struct FsOptions {
   double attr_timeout = 1.0;   // seconds the kernel caches attributes
   uint32_t max_write = 1u << 20;
   uint32_t max_readahead = 1u << 20;  // per request (FUSE init)
+  // Bytes per read request (the max_read mount option too), whatever
+  // max_pages allows (init_extensions.h).
+  uint32_t max_read = 1u << 20;
   uint32_t max_background = 64;
   bool server_permissions = true;     // pass access() to the MDS
   // Files opened write-only bypass the kernel page cache: the kernel hands

@@ -89,7 +89,8 @@ int run(MountConfig& cfg, int status_fd) {
 
   std::vector<std::string> args = {"surge-fuse"};
   if (cfg.fuse_debug) args.push_back("-d");
-  std::string opts = "fsname=surge:" + cfg.mds_address + ",subtype=surge";
+  std::string opts = "fsname=surge:" + cfg.mds_address + ",subtype=surge" +
+                     ",max_read=" + std::to_string(cfg.fs.max_read);
   for (const auto& o : cfg.fuse_options) opts += "," + o;
   args.push_back("-o");
   args.push_back(opts);

@@ -785,25 +785,53 @@ Status ClientImpl::report_size_locked(InodeState& st, bool force) {
 
 Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t offset) {
   auto& f = static_cast<FileImpl&>(file);
+  if (f.read_ahead.load(std::memory_order_relaxed) > 0) {
+    auto* dst = static_cast<std::byte*>(buf);
+    return pread_to(file, len, offset, [dst](std::span<const iovec> pieces) mutable {
+      for (const iovec& p : pieces) {
+        std::memcpy(dst, p.iov_base, p.iov_len);
+        dst += p.iov_len;
+      }
+    });
+  }
+  // No read ahead: straight into the caller's memory.
   if ((f.flags() & O_ACCMODE) == O_WRONLY) {
     return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open write-only");
   }
-  uint64_t size;
-  StripeLayout layout;
-  {
-    std::lock_guard lk(f.state->mu);
-    size = std::max(f.state->mds_size, f.state->written_end);
-    layout = f.state->layout;
-  }
+  auto [size, layout] = read_extent(f);
   if (offset >= size || len == 0) return size_t{0};
   drain_writes(*f.state);  // our own writes in flight first
   size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
-  if (size_t ra = f.read_ahead.load(std::memory_order_relaxed); ra > 0) {
-    SURGE_RETURN_IF_ERROR(read_with_read_ahead(f, layout, size, ra,
-                                               static_cast<std::byte*>(buf), n, offset));
-  } else {
-    SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
+  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
+  return n;
+}
+
+std::pair<uint64_t, StripeLayout> ClientImpl::read_extent(FileImpl& f) {
+  std::lock_guard lk(f.state->mu);
+  return {std::max(f.state->mds_size, f.state->written_end), f.state->layout};
+}
+
+Result<size_t> ClientImpl::pread_to(File& file, size_t len, uint64_t offset,
+                                    const ReadSink& sink) {
+  auto& f = static_cast<FileImpl&>(file);
+  if ((f.flags() & O_ACCMODE) == O_WRONLY) {
+    return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open write-only");
   }
+  auto [size, layout] = read_extent(f);
+  if (offset >= size || len == 0) {
+    sink({});
+    return size_t{0};
+  }
+  drain_writes(*f.state);  // our own writes in flight first
+  size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
+  if (size_t ra = f.read_ahead.load(std::memory_order_relaxed); ra > 0) {
+    SURGE_RETURN_IF_ERROR(read_with_read_ahead(f, layout, size, ra, n, offset, sink));
+    return n;
+  }
+  SURGE_ASSIGN_OR_RETURN(auto buf, register_buffer(n));
+  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf->data(), n, offset));
+  const iovec piece{buf->data(), n};
+  sink({&piece, 1});
   return n;
 }
 
@@ -817,8 +845,8 @@ void ClientImpl::drop_read_ahead(FileImpl& f) {
 }
 
 Status ClientImpl::read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
-                                        size_t read_ahead, std::byte* dst, size_t n,
-                                        uint64_t offset) {
+                                        size_t read_ahead, size_t n, uint64_t offset,
+                                        const ReadSink& sink) {
   constexpr uint64_t kWindow = 1u << 20;
   InodeState& st = *f.state;
   std::lock_guard lk(f.ra_mu);
@@ -828,30 +856,46 @@ Status ClientImpl::read_with_read_ahead(FileImpl& f, const StripeLayout& layout,
   }
   const bool sequential = offset == f.ra_next;
   f.ra_next = offset + n;
+  if (!f.ra_windows.empty() && (offset < f.ra_windows.front().offset ||
+                                offset >= f.ra_windows.front().offset +
+                                              f.ra_windows.front().length)) {
+    f.ra_windows.clear();  // not where this read is: a jump
+  }
+  // The pieces point into the windows, which therefore stay until sink has
+  // run: only then are the ones used up (or failed) dropped.
+  std::vector<iovec> pieces;
   uint64_t pos = offset;
-  size_t done = 0;
-  while (done < n && !f.ra_windows.empty()) {
-    FileImpl::Window& w = f.ra_windows.front();
-    if (pos < w.offset || pos >= w.offset + w.length) {
-      f.ra_windows.clear();  // not where this read is: a jump
-      break;
-    }
+  size_t done = 0, used_up = 0;
+  bool failed = false;
+  for (size_t i = 0; done < n && i < f.ra_windows.size(); ++i) {
+    FileImpl::Window& w = f.ra_windows[i];  // contiguous: w.offset == pos
     if (!w.landed) {
       w.status = w.batch->wait();
       w.landed = true;
     }
     if (!w.status.ok()) {
-      // Read it again directly below: a lasting error is reported from there.
-      f.ra_windows.clear();
+      failed = true;  // read it again directly below: a lasting error is reported from there
       break;
     }
     size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, w.offset + w.length - pos));
-    std::memcpy(dst + done, w.buf.data() + (pos - w.offset), k);
+    pieces.push_back({w.buf.data() + (pos - w.offset), k});
     done += k;
     pos += k;
-    if (pos == w.offset + w.length) f.ra_windows.pop_front();
+    if (pos == w.offset + w.length) used_up = i + 1;
   }
-  if (done < n) SURGE_RETURN_IF_ERROR(io_->read(st.ino, layout, dst + done, n - done, pos));
+  std::unique_ptr<RegisteredBuffer> rest;
+  if (done < n) {
+    SURGE_ASSIGN_OR_RETURN(rest, register_buffer(n - done));
+    SURGE_RETURN_IF_ERROR(io_->read(st.ino, layout, rest->data(), n - done, pos));
+    pieces.push_back({rest->data(), n - done});
+  }
+  sink(pieces);
+  if (failed) {
+    f.ra_windows.clear();
+  } else {
+    f.ra_windows.erase(f.ra_windows.begin(),
+                       f.ra_windows.begin() + static_cast<std::ptrdiff_t>(used_up));
+  }
   if (!sequential) return Status::OK();
   uint64_t from = f.ra_windows.empty()
                       ? offset + n

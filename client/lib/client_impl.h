@@ -144,6 +144,7 @@ class ClientImpl : public Client {
   Result<FileRef> create(Ino parent, std::string_view name, uint32_t mode, int flags,
                          const Caller& c, Attr* attr_out) override;
   Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) override;
+  Result<size_t> pread_to(File& f, size_t len, uint64_t offset, const ReadSink& sink) override;
   Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) override;
   Result<size_t> pwrite_from(File& f, std::unique_ptr<RegisteredBuffer> buf, const std::byte* data,
                              size_t len, uint64_t offset,
@@ -180,14 +181,19 @@ class ClientImpl : public Client {
   void drain_writes(InodeState& st);
   // wb_mu held by `wl`; may wait (releasing it) for the oldest write's send.
   void retire_oldest_locked(InodeState& st, std::unique_lock<std::mutex>& wl);
+  // pread_to's data path when read ahead is on: hands sink what the windows
+  // hold and what it reads of the rest, then keeps read_ahead bytes in
+  // flight past it.
+  Status read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
+                              size_t read_ahead, size_t n, uint64_t offset,
+                              const ReadSink& sink);
+  void drop_read_ahead(FileImpl& f);
+  // The size reads are served up to (the MDS's or this client's own end of
+  // data, whichever is further) and the file's layout.
+  std::pair<uint64_t, StripeLayout> read_extent(FileImpl& f);
   // pwrite and pwrite_from: owned (may be null) is the caller's buffer that
   // holds buf, kept instead of a copy; on_accepted (may be null) as in
   // Client::pwrite_from.
-  // pread's data path when read ahead is on: serves what the windows hold,
-  // reads the rest, then keeps read_ahead_bytes in flight past it.
-  Status read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
-                              size_t read_ahead, std::byte* dst, size_t n, uint64_t offset);
-  void drop_read_ahead(FileImpl& f);
   Result<size_t> write_impl(File& file, const std::byte* buf, size_t len, uint64_t offset,
                             std::unique_ptr<RegisteredBuffer>* owned,
                             const std::function<void()>* on_accepted);

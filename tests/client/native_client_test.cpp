@@ -289,6 +289,57 @@ TEST_F(Native, SequentialReadsThroughReadAheadAreExact) {
   ASSERT_TRUE(client_->close(*g).ok());
 }
 
+// pread_to's pieces, joined; how many times the sink ran is in *calls.
+Result<std::string> read_pieces(Client& c, File& f, size_t len, uint64_t off, int* calls) {
+  std::string out;
+  *calls = 0;
+  SURGE_ASSIGN_OR_RETURN(size_t n, c.pread_to(f, len, off, [&](std::span<const iovec> pieces) {
+    ++*calls;
+    for (const iovec& p : pieces) out.append(static_cast<const char*>(p.iov_base), p.iov_len);
+  }));
+  if (n != out.size()) {
+    return Status::Internal("pread_to returned " + std::to_string(n) + " but handed over " +
+                            std::to_string(out.size()) + " bytes");
+  }
+  return out;
+}
+
+TEST_F(Native, PreadToHandsOverExactlyWhatPreadReads) {
+  // With read ahead (pieces of windows, crossing window boundaries, plus
+  // what it reads beyond them) and without (one pool buffer): the bytes of
+  // each odd-sized sequential read, a jump back, a read across the end and
+  // one past it, each handed over in a single call of the sink.
+  std::string data = random_bytes((6 << 20) + 4321, 33);
+  auto f = client_->open("/pread-to", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->pwrite(**f, data.data(), data.size(), 0).ok());
+  ASSERT_TRUE(client_->close(*f).ok());
+  for (size_t ra : {size_t{4} << 20, size_t{0}}) {
+    auto g = client_->open("/pread-to", O_RDONLY);
+    ASSERT_TRUE(g.ok());
+    client_->set_read_ahead(**g, ra);
+    const size_t chunk = (1 << 20) + 4099;
+    int calls = 0;
+    for (size_t off = 0; off < data.size(); off += chunk) {
+      auto got = read_pieces(*client_, **g, chunk, off, &calls);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(calls, 1);
+      ASSERT_TRUE(*got == data.substr(off, chunk)) << "read ahead " << ra << " at " << off;
+    }
+    auto back = read_pieces(*client_, **g, 5000, 12345, &calls);
+    ASSERT_TRUE(back.ok());
+    EXPECT_TRUE(*back == data.substr(12345, 5000)) << "read ahead " << ra << ", a jump back";
+    auto tail = read_pieces(*client_, **g, 100, data.size() - 10, &calls);
+    ASSERT_TRUE(tail.ok());
+    EXPECT_TRUE(*tail == data.substr(data.size() - 10)) << "read ahead " << ra;
+    auto past = read_pieces(*client_, **g, 100, data.size() + 1, &calls);
+    ASSERT_TRUE(past.ok());
+    EXPECT_TRUE(past->empty());
+    EXPECT_EQ(calls, 1) << "at end of file the sink runs once, with no pieces";
+    ASSERT_TRUE(client_->close(*g).ok());
+  }
+}
+
 TEST_F(Native, OwnWriteAheadOfASequentialReaderIsSeen) {
   // Windows fetched before a write of this client must not be served after it.
   std::string data = random_bytes(6 << 20, 32);

@@ -18,12 +18,14 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -240,6 +242,14 @@ class Client {
   // ---- file data ------------------------------------------------------------
   // Short only at end of file; holes read as zeros.
   virtual Result<size_t> pread(File& f, void* buf, size_t len, uint64_t offset) = 0;
+  // pread without the copy into the caller's memory: the bytes read are
+  // handed to `sink` as pieces of the client's own buffers (read-ahead
+  // windows, a pool buffer), in file order and valid only while it runs.
+  // On an OK return sink ran exactly once (with no pieces at end of file);
+  // on an error return it never ran. surge-fuse replies to the kernel from
+  // inside it. Other calls on the same open file wait while it runs.
+  using ReadSink = std::function<void(std::span<const iovec> pieces)>;
+  virtual Result<size_t> pread_to(File& f, size_t len, uint64_t offset, const ReadSink& sink) = 0;
   // O_APPEND files write at the end whatever offset says.
   virtual Result<size_t> pwrite(File& f, const void* buf, size_t len, uint64_t offset) = 0;
   // pwrite without the write-behind copy: [data, data + len) lies inside
