@@ -604,8 +604,14 @@ bool RdmaConnection::drive(const std::function<bool()>& done,
     sleep_on_channel(static_cast<int>(std::min<int64_t>(left.count(), 100)));
   }
   loop_->resume_fd(fd);  // events still pending now reach the loop
+  // Completions this drive polled but did not dispatch (its own call was
+  // done first, in the same batch) raise no event any more: without a
+  // poll on the loop, the callers they answer would sleep to their
+  // deadline.
+  const bool left_over = !reaped_.empty();
   reaper_ = std::thread::id();
   rl.unlock();
+  if (left_over) loop_->post([keep] { keep->on_poll(); });
   bool closing;
   {
     std::lock_guard lk(mu_);

@@ -143,7 +143,9 @@ Status call(ClientTransport& t, CallTable& table, uint16_t method, std::string_v
 }
 
 // Methods: 1 echo; 2 pull region 0 and push it into region 1 (through
-// `bounce` server memory or the pool); 3 pull 1 byte at the offset in body.
+// `bounce` server memory or the pool); 3 pull 1 byte at the offset in body;
+// 4 echo in pairs: the first request waits for the second, then both are
+// answered back to back, the first first.
 class Sink : public RequestSink {
  public:
   explicit Sink(BufferPool* pool) : pool_(pool) {}
@@ -162,6 +164,20 @@ class Sink : public RequestSink {
   std::atomic<int> ran_in_place{0};
 
   void on_request(std::shared_ptr<ServerConnection> conn, InboundRequest req) override {
+    if (req.method == 4) {
+      std::unique_lock lk(mu_);
+      if (!held_) {
+        held_ = std::make_unique<InboundRequest>(std::move(req));
+        return;
+      }
+      std::unique_ptr<InboundRequest> first = std::move(held_);
+      lk.unlock();
+      first->bulk->finish();
+      req.bulk->finish();
+      conn->send_response(first->request_id, Status::OK(), first->body);
+      conn->send_response(req.request_id, Status::OK(), req.body);
+      return;
+    }
     if (in_place && req.may_block_here) {
       ++ran_in_place;
       std::string out;
@@ -211,6 +227,7 @@ class Sink : public RequestSink {
   BufferPool* pool_;
   std::mutex mu_;
   std::vector<std::thread> threads_;
+  std::unique_ptr<InboundRequest> held_;  // method 4's first of a pair
 };
 
 class RdmaSeamTest : public ::testing::Test {
@@ -447,6 +464,49 @@ TEST_F(RdmaSeamTest, CallersDriveTheirOwnReplies) {
   std::unique_lock lk(s->mu);
   EXPECT_TRUE(s->cv.wait_for(lk, 10s, [&] { return s->done; }));
   EXPECT_FALSE(s->status.ok());
+}
+
+// Replies that arrive together: the driving caller polls its own and the
+// sleeping caller's in one batch, its own first. Its drive ends there; the
+// other reply, polled but not dispatched, raises no completion event any
+// more, so unless the drive hands it on, the sleeper waits to its deadline.
+TEST_F(RdmaSeamTest, RepliesPolledByAFinishedDriverStillReachTheirCallers) {
+  ASSERT_NO_FATAL_FAILURE(connect_ok());
+  std::shared_ptr<CallDriver> driver = client_->driver();
+  ASSERT_TRUE(driver);
+  auto send = [&](const std::string& body) -> std::shared_ptr<PendingCall::State> {
+    auto s = table_->add({});
+    s->deadline = std::chrono::steady_clock::now() + 5s;
+    OutgoingRequest req;
+    req.request_id = s->request_id;
+    req.service = 9;
+    req.method = 4;
+    req.body = body;
+    EXPECT_TRUE(client_->send_request(req).ok());
+    return s;
+  };
+  for (int round = 0; round < 20; ++round) {
+    auto first = send("first");
+    std::promise<void> driving;
+    auto driver_thread = std::async(std::launch::async, [&] {
+      driving.set_value();
+      while (!first->finished && std::chrono::steady_clock::now() < first->deadline &&
+             driver->drive(*first)) {
+      }
+    });
+    driving.get_future().wait();
+    std::this_thread::sleep_for(20ms);  // the driver sleeps on the channel
+    auto second = send("second");        // and it is the one reading: this caller sleeps
+    std::unique_lock lk(second->mu);
+    ASSERT_TRUE(second->cv.wait_for(lk, 3s, [&] { return second->done; }))
+        << "round " << round << ": the second reply never reached its caller";
+    EXPECT_EQ(second->response, "second");
+    lk.unlock();
+    driver_thread.get();
+    std::unique_lock lf(first->mu);
+    ASSERT_TRUE(first->cv.wait_for(lf, 3s, [&] { return first->done; }));
+    EXPECT_EQ(first->response, "first");
+  }
 }
 
 TEST_F(RdmaSeamTest, OutOfRangePullFailsOnlyThatRequest) {
