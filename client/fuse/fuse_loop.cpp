@@ -97,6 +97,10 @@ void work(fuse_session* se, Client& client, Worker& w, const std::atomic<bool>& 
   }
   tls_worker = nullptr;
   w.done.store(true, std::memory_order_release);
+  // libfuse itself may have ended the session while processing a request
+  // (a failed INIT does): the main thread must hear of it, or it waits on
+  // with no worker left and the dead mount stays.
+  sem_post(&g_wake);
 }
 
 }  // namespace

@@ -107,6 +107,15 @@ Status apply_option(MountConfig& m, const std::string& opt) {
                  : key == "rdwr_direct" ? m.fs.rdwr_direct
                                         : m.fs.rdonly_direct;
     flag = val == "1";
+  } else if (key == "max_read") {
+    // Ours, not passed through as is: libfuse refuses an INIT whose
+    // max_read differs from the mount's.
+    SURGE_ASSIGN_OR_RETURN(uint64_t n, to_bytes(key, val));
+    if (n < 4096 || n > (1u << 20)) {
+      return Status::InvalidArgument("mount option max_read=" + val +
+                                     ": from 4k to 1m (a request's bytes)");
+    }
+    m.fs.max_read = static_cast<uint32_t>(n);
   } else if (key == "rdonly_direct_min") {
     SURGE_ASSIGN_OR_RETURN(m.fs.rdonly_direct_min, to_bytes(key, val));
   } else if (key == "max_threads") {
@@ -149,6 +158,7 @@ std::string usage() {
          "  rdonly_direct=0|1  read-only opens of large files too, where the\n"
          "                     kernel can still mmap such files (default 1)\n"
          "  rdonly_direct_min=SIZE  what is large (default 16m; k/m/g suffixes)\n"
+         "  max_read=SIZE      bytes per read request (4k..1m, default 1m)\n"
          "  log_level=L, log_file=PATH, pid_file=PATH\n"
          "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
          "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";

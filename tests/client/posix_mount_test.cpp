@@ -764,6 +764,23 @@ TEST_F(PosixMount, DirectReadOnlyOpensReadEveryBoundaryExactly) {
   EXPECT_TRUE(*back == expect) << "holes read as zeros";
 }
 
+TEST_F(PosixMount, MountTakesAMaxReadOption) {
+  // max_read is surge-fuse's own (libfuse ends a session whose INIT names
+  // another than the mount did, which left a dead mount and a daemon
+  // waiting for workers that had gone): the mount works with it.
+  ExtraMount m(cluster_, "mnt-max-read", "max_read=256k");
+  ASSERT_TRUE(m.ok()) << m.error();
+  std::string out;
+  sh("grep -c 'max_read=262144' /proc/self/mountinfo", &out);
+  EXPECT_NE(out.substr(0, 1), "0") << "no mount with max_read=262144";
+  const size_t len = (3 << 20) + 17;
+  std::string data = random_bytes(len, 26);
+  ASSERT_TRUE(write_file(dir_ + "/file", data).ok());
+  auto back = read_in_chunks(m.dir() + "/file", 1 << 20);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(*back == data);
+}
+
 TEST_F(PosixMount, MountRefusesABadSizeOption) {
   auto m = cluster_->mount("mnt-bad-size", "rdonly_direct_min=12q");
   ASSERT_FALSE(m.ok()) << "mounted with rdonly_direct_min=12q";
