@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "net/cluster_key.h"
 
@@ -355,20 +356,20 @@ Status write_file(const std::string& path, const std::string& data) {
   return Status::OK();
 }
 
-Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path, size_t chunk) {
   int fd = open(path.c_str(), O_RDONLY);
   if (fd < 0) return Status::FromErrno(errno, "open " + path);
   std::string out;
-  char buf[1 << 16];
+  std::vector<char> buf(chunk);
   for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
+    ssize_t n = read(fd, buf.data(), buf.size());
     if (n < 0) {
       int e = errno;
       close(fd);
       return Status::FromErrno(e, "read " + path);
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    out.append(buf.data(), static_cast<size_t>(n));
   }
   close(fd);
   return out;

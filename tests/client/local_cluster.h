@@ -89,7 +89,8 @@ class LocalCluster {
 // Helpers shared by the tests.
 std::string random_bytes(size_t n, uint64_t seed);
 Status write_file(const std::string& path, const std::string& data);
-Result<std::string> read_file(const std::string& path);
+// Reads the whole file through one descriptor, `chunk` bytes per read(2).
+Result<std::string> read_file(const std::string& path, size_t chunk = 64 << 10);
 // SIGSTOPs pid and waits until the kernel shows it stopped (a signal to a
 // busy multi-threaded process takes effect a little later).
 bool stop_process(pid_t pid);

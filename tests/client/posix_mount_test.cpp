@@ -656,78 +656,70 @@ class ExtraMount {
   std::string mnt_, error_;
 };
 
+// Opens `path` read-only, reads its `len` bytes into *got and then asks,
+// through a shared mapping of the same descriptor, how many of their pages
+// the page cache holds; *matches says whether the mapping reads `data`.
+Result<size_t> pages_cached_after_reading(const std::string& path, const std::string& data,
+                                          std::string* got, bool* matches) {
+  const size_t len = data.size();
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  got->assign(len, '\0');
+  ssize_t n = ::pread(fd, got->data(), len, 0);
+  if (n != static_cast<ssize_t>(len)) {
+    close(fd);
+    return Status::IOError("short read of " + path + ": " + std::to_string(n));
+  }
+  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    return Status::FromErrno(e, "mmap " + path);
+  }
+  size_t cached = cached_pages(p, len);
+  *matches = memcmp(p, data.data(), len) == 0;
+  munmap(p, len);
+  close(fd);
+  return cached;
+}
+
 TEST_F(PosixMount, LargeReadOnlyOpensBypassThePageCacheAndStillMap) {
   // rdonly_direct: a read-only open of a file of rdonly_direct_min bytes or
   // more reads through libsurge, leaving no pages in the cache, and a
   // shared mapping of it still reads the file (Linux 6.6+, as above).
   ExtraMount m(cluster_, "mnt-rdonly-direct", "rdonly_direct_min=1m");
   ASSERT_TRUE(m.ok()) << m.error();
-  const size_t len = (1 << 20) + 3 * kStripe + 100;
-  std::string data = random_bytes(len, 23);
+  std::string data = random_bytes((1 << 20) + 3 * kStripe + 100, 23), got;
   ASSERT_TRUE(write_file(dir_ + "/large", data).ok());
-  int fd = ::open((m.dir() + "/large").c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0) << strerror(errno);
-  std::string got(len, '\0');
-  ASSERT_EQ(::pread(fd, got.data(), len, 0), static_cast<ssize_t>(len));
+  bool mapped_ok = false;
+  auto cached = pages_cached_after_reading(m.dir() + "/large", data, &got, &mapped_ok);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
   EXPECT_TRUE(got == data) << "the direct read returned other bytes";
-  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
-  EXPECT_EQ(cached_pages(p, len), 0u) << "the read went through the page cache";
-  EXPECT_EQ(memcmp(p, data.data(), len), 0) << "the mapping reads the file";
-  munmap(p, len);
-  close(fd);
+  EXPECT_EQ(*cached, 0u) << "the read went through the page cache";
+  EXPECT_TRUE(mapped_ok) << "the mapping does not read the file";
 }
 
 TEST_F(PosixMount, SmallReadOnlyOpensKeepThePageCache) {
   // Below rdonly_direct_min a read-only open is cached as ever.
   ExtraMount m(cluster_, "mnt-rdonly-small", "rdonly_direct_min=1m");
   ASSERT_TRUE(m.ok()) << m.error();
-  const size_t len = (1 << 20) - 4096;
-  ASSERT_TRUE(write_file(dir_ + "/small", random_bytes(len, 24)).ok());
-  int fd = ::open((m.dir() + "/small").c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0) << strerror(errno);
-  std::string got(len, '\0');
-  ASSERT_EQ(::pread(fd, got.data(), len, 0), static_cast<ssize_t>(len));
-  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
-  EXPECT_EQ(cached_pages(p, len), len / 4096) << "the read left no pages cached";
-  munmap(p, len);
-  close(fd);
+  std::string data = random_bytes((1 << 20) - 4096, 24), got;
+  ASSERT_TRUE(write_file(dir_ + "/small", data).ok());
+  bool mapped_ok = false;
+  auto cached = pages_cached_after_reading(m.dir() + "/small", data, &got, &mapped_ok);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(*cached, data.size() / 4096) << "the read left pages out of the cache";
 }
 
 TEST_F(PosixMount, RdonlyDirectOffKeepsThePageCacheForLargeFiles) {
   ExtraMount m(cluster_, "mnt-rdonly-cached", "rdonly_direct=0,rdonly_direct_min=1m");
   ASSERT_TRUE(m.ok()) << m.error();
-  const size_t len = 2 << 20;
-  ASSERT_TRUE(write_file(dir_ + "/large", random_bytes(len, 25)).ok());
-  int fd = ::open((m.dir() + "/large").c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0) << strerror(errno);
-  std::string got(len, '\0');
-  ASSERT_EQ(::pread(fd, got.data(), len, 0), static_cast<ssize_t>(len));
-  void* p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(p, MAP_FAILED) << strerror(errno);
-  EXPECT_EQ(cached_pages(p, len), len / 4096) << "the read bypassed the page cache";
-  munmap(p, len);
-  close(fd);
-}
-
-// Reads `path` in chunks of `chunk` bytes through one descriptor.
-Result<std::string> read_in_chunks(const std::string& path, size_t chunk) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  std::string out, buf(chunk, '\0');
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), chunk);
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      return Status::FromErrno(e, "read " + path);
-    }
-    if (n == 0) break;
-    out.append(buf.data(), static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
+  std::string data = random_bytes(2 << 20, 25), got;
+  ASSERT_TRUE(write_file(dir_ + "/large", data).ok());
+  bool mapped_ok = false;
+  auto cached = pages_cached_after_reading(m.dir() + "/large", data, &got, &mapped_ok);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(*cached, data.size() / 4096) << "the read bypassed the page cache";
 }
 
 TEST_F(PosixMount, DirectReadOnlyOpensReadEveryBoundaryExactly) {
@@ -743,7 +735,7 @@ TEST_F(PosixMount, DirectReadOnlyOpensReadEveryBoundaryExactly) {
     std::string data = random_bytes(n, n + 7);
     ASSERT_TRUE(write_file(dir_ + name, data).ok()) << name;
     for (size_t chunk : {size_t{4096}, size_t{10000}, size_t{(1 << 20) + 1}}) {
-      auto back = read_in_chunks(m.dir() + name, chunk);
+      auto back = read_file(m.dir() + name, chunk);
       ASSERT_TRUE(back.ok()) << back.status().ToString();
       ASSERT_EQ(back->size(), n) << name << " in chunks of " << chunk;
       EXPECT_TRUE(*back == data) << name << " in chunks of " << chunk;
@@ -759,7 +751,7 @@ TEST_F(PosixMount, DirectReadOnlyOpensReadEveryBoundaryExactly) {
   std::string expect(7 * S + 15, '\0');
   memcpy(&expect[0], "head", 4);
   memcpy(&expect[7 * S + 11], "tail", 4);
-  auto back = read_in_chunks(m.dir() + "/sparse", 10000);
+  auto back = read_file(m.dir() + "/sparse", 10000);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(*back == expect) << "holes read as zeros";
 }
@@ -776,7 +768,7 @@ TEST_F(PosixMount, MountTakesAMaxReadOption) {
   const size_t len = (3 << 20) + 17;
   std::string data = random_bytes(len, 26);
   ASSERT_TRUE(write_file(dir_ + "/file", data).ok());
-  auto back = read_in_chunks(m.dir() + "/file", 1 << 20);
+  auto back = read_file(m.dir() + "/file", 1 << 20);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(*back == data);
 }
