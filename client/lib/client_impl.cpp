@@ -784,26 +784,22 @@ Status ClientImpl::report_size_locked(InodeState& st, bool force) {
 }
 
 Result<size_t> ClientImpl::pread(File& file, void* buf, size_t len, uint64_t offset) {
-  auto& f = static_cast<FileImpl&>(file);
-  if (f.read_ahead.load(std::memory_order_relaxed) > 0) {
-    auto* dst = static_cast<std::byte*>(buf);
-    return pread_to(file, len, offset, [dst](std::span<const iovec> pieces) mutable {
-      for (const iovec& p : pieces) {
-        std::memcpy(dst, p.iov_base, p.iov_len);
-        dst += p.iov_len;
-      }
-    });
-  }
-  // No read ahead: straight into the caller's memory.
-  if ((f.flags() & O_ACCMODE) == O_WRONLY) {
-    return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open write-only");
-  }
-  auto [size, layout] = read_extent(f);
-  if (offset >= size || len == 0) return size_t{0};
-  drain_writes(*f.state);  // our own writes in flight first
-  size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
-  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf, n, offset));
-  return n;
+  // What is not in read-ahead windows is read straight into buf (the piece
+  // handed over then lies there already); the windows' pieces are copied.
+  auto* dst = static_cast<std::byte*>(buf);
+  std::byte* at = dst;
+  return read_impl(static_cast<FileImpl&>(file), len, offset, dst,
+                   [&at](std::span<const iovec> pieces) {
+                     for (const iovec& p : pieces) {
+                       if (p.iov_base != at) std::memcpy(at, p.iov_base, p.iov_len);
+                       at += p.iov_len;
+                     }
+                   });
+}
+
+Result<size_t> ClientImpl::pread_to(File& file, size_t len, uint64_t offset,
+                                    const ReadSink& sink) {
+  return read_impl(static_cast<FileImpl&>(file), len, offset, nullptr, sink);
 }
 
 std::pair<uint64_t, StripeLayout> ClientImpl::read_extent(FileImpl& f) {
@@ -811,9 +807,8 @@ std::pair<uint64_t, StripeLayout> ClientImpl::read_extent(FileImpl& f) {
   return {std::max(f.state->mds_size, f.state->written_end), f.state->layout};
 }
 
-Result<size_t> ClientImpl::pread_to(File& file, size_t len, uint64_t offset,
-                                    const ReadSink& sink) {
-  auto& f = static_cast<FileImpl&>(file);
+Result<size_t> ClientImpl::read_impl(FileImpl& f, size_t len, uint64_t offset, std::byte* dst,
+                                     const ReadSink& sink) {
   if ((f.flags() & O_ACCMODE) == O_WRONLY) {
     return Status(Code::kBadFile, "inode " + std::to_string(f.ino()) + " is open write-only");
   }
@@ -825,12 +820,16 @@ Result<size_t> ClientImpl::pread_to(File& file, size_t len, uint64_t offset,
   drain_writes(*f.state);  // our own writes in flight first
   size_t n = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
   if (size_t ra = f.read_ahead.load(std::memory_order_relaxed); ra > 0) {
-    SURGE_RETURN_IF_ERROR(read_with_read_ahead(f, layout, size, ra, n, offset, sink));
+    SURGE_RETURN_IF_ERROR(read_with_read_ahead(f, layout, size, ra, n, offset, dst, sink));
     return n;
   }
-  SURGE_ASSIGN_OR_RETURN(auto buf, register_buffer(n));
-  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, buf->data(), n, offset));
-  const iovec piece{buf->data(), n};
+  std::unique_ptr<RegisteredBuffer> own;
+  if (dst == nullptr) {
+    SURGE_ASSIGN_OR_RETURN(own, register_buffer(n));
+    dst = own->data();
+  }
+  SURGE_RETURN_IF_ERROR(io_->read(f.ino(), layout, dst, n, offset));
+  const iovec piece{dst, n};
   sink({&piece, 1});
   return n;
 }
@@ -846,7 +845,7 @@ void ClientImpl::drop_read_ahead(FileImpl& f) {
 
 Status ClientImpl::read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
                                         size_t read_ahead, size_t n, uint64_t offset,
-                                        const ReadSink& sink) {
+                                        std::byte* dst, const ReadSink& sink) {
   constexpr uint64_t kWindow = 1u << 20;
   InodeState& st = *f.state;
   std::lock_guard lk(f.ra_mu);
@@ -885,9 +884,13 @@ Status ClientImpl::read_with_read_ahead(FileImpl& f, const StripeLayout& layout,
   }
   std::unique_ptr<RegisteredBuffer> rest;
   if (done < n) {
-    SURGE_ASSIGN_OR_RETURN(rest, register_buffer(n - done));
-    SURGE_RETURN_IF_ERROR(io_->read(st.ino, layout, rest->data(), n - done, pos));
-    pieces.push_back({rest->data(), n - done});
+    std::byte* into = dst != nullptr ? dst + done : nullptr;
+    if (into == nullptr) {
+      SURGE_ASSIGN_OR_RETURN(rest, register_buffer(n - done));
+      into = rest->data();
+    }
+    SURGE_RETURN_IF_ERROR(io_->read(st.ino, layout, into, n - done, pos));
+    pieces.push_back({into, n - done});
   }
   sink(pieces);
   if (failed) {

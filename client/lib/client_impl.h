@@ -181,11 +181,16 @@ class ClientImpl : public Client {
   void drain_writes(InodeState& st);
   // wb_mu held by `wl`; may wait (releasing it) for the oldest write's send.
   void retire_oldest_locked(InodeState& st, std::unique_lock<std::mutex>& wl);
-  // pread_to's data path when read ahead is on: hands sink what the windows
+  // pread and pread_to: the bytes go to sink as pieces of the client's
+  // buffers, except what is read into dst when dst is not null (the caller's
+  // memory, which pread's sink then need not copy).
+  Result<size_t> read_impl(FileImpl& f, size_t len, uint64_t offset, std::byte* dst,
+                           const ReadSink& sink);
+  // read_impl's data path when read ahead is on: hands sink what the windows
   // hold and what it reads of the rest, then keeps read_ahead bytes in
   // flight past it.
   Status read_with_read_ahead(FileImpl& f, const StripeLayout& layout, uint64_t size,
-                              size_t read_ahead, size_t n, uint64_t offset,
+                              size_t read_ahead, size_t n, uint64_t offset, std::byte* dst,
                               const ReadSink& sink);
   void drop_read_ahead(FileImpl& f);
   // The size reads are served up to (the MDS's or this client's own end of

@@ -247,7 +247,8 @@ class Client {
   // windows, a pool buffer), in file order and valid only while it runs.
   // On an OK return sink ran exactly once (with no pieces at end of file);
   // on an error return it never ran. surge-fuse replies to the kernel from
-  // inside it. Other calls on the same open file wait while it runs.
+  // inside it. With read ahead on, other reads of the same open file wait
+  // while it runs (it holds the windows).
   using ReadSink = std::function<void(std::span<const iovec> pieces)>;
   virtual Result<size_t> pread_to(File& f, size_t len, uint64_t offset, const ReadSink& sink) = 0;
   // O_APPEND files write at the end whatever offset says.
