@@ -293,7 +293,9 @@ pid_t LocalCluster::mount_pid(const std::string& mountpoint) const {
   return -1;
 }
 
-Status LocalCluster::unmount(const std::string& mountpoint) {
+Status LocalCluster::unmount(const std::string& mountpoint_ref) {
+  // A copy: the caller's string may be the very Mount erased below.
+  const std::string mountpoint = mountpoint_ref;
   for (auto it = mounts_.begin(); it != mounts_.end(); ++it) {
     if (it->path != mountpoint) continue;
     int rc = sh("umount " + mountpoint + " 2>&1");
