@@ -582,13 +582,18 @@ bool RdmaConnection::drive(const std::function<bool()>& done,
   reaper_ = std::this_thread::get_id();
   loop_->pause_fd(fd);
   ibv_wc wcs[16];
-  while (!done() && ready()) {
-    if (!reaped_.empty()) {  // left by the loop thread: they come first
+  while (ready()) {
+    // Whatever is polled gets dispatched before the drive ends, even once
+    // its own call is done: a completion taken off the CQ raises no event
+    // any more, and the caller it answers would sleep to its deadline.
+    // (Completions left by the loop thread come first.)
+    if (!reaped_.empty()) {
       ibv_wc wc = reaped_.front();
       reaped_.pop_front();
       dispatch(wc);
       continue;
     }
+    if (done()) break;
     int n = ibv_poll_cq(cq_, 16, wcs);
     if (n < 0) {
       fail(Status::IOError("rdma: ibv_poll_cq failed on " + peer_));
@@ -604,14 +609,8 @@ bool RdmaConnection::drive(const std::function<bool()>& done,
     sleep_on_channel(static_cast<int>(std::min<int64_t>(left.count(), 100)));
   }
   loop_->resume_fd(fd);  // events still pending now reach the loop
-  // Completions this drive polled but did not dispatch (its own call was
-  // done first, in the same batch) raise no event any more: without a
-  // poll on the loop, the callers they answer would sleep to their
-  // deadline.
-  const bool left_over = !reaped_.empty();
   reaper_ = std::thread::id();
   rl.unlock();
-  if (left_over) loop_->post([keep] { keep->on_poll(); });
   bool closing;
   {
     std::lock_guard lk(mu_);

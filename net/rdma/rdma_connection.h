@@ -172,8 +172,9 @@ class RdmaConnection final : public CmEventTarget,
   void close(const Status& why);
 
   // Client side, a caller's thread: reaps this connection's completions
-  // (replies delivered through on_message right here) until done() holds,
-  // `deadline` passes or the connection closes, sleeping on the completion
+  // (replies delivered through on_message right here) until done() holds
+  // and every completion it polled is delivered, `deadline` passes or the
+  // connection closes, sleeping on the completion
   // channel, which the loop stops watching meanwhile. Saves the hand-off
   // from the loop thread to the caller. Returns false at once when another
   // thread reaps, the connection is not open or the loop polls.
