@@ -122,17 +122,33 @@ struct CallTable : ClientCallTableBase {
   }
 };
 
-Status call(ClientTransport& t, CallTable& table, uint16_t method, std::string_view body,
-            std::vector<BulkRegion> regions = {}, std::string* resp = nullptr) {
-  auto s = table.add(regions);
+// Sends one request of service 9; the call's deadline is `timeout` away.
+Result<std::shared_ptr<PendingCall::State>> start_call(ClientTransport& t, CallTable& table,
+                                                       uint16_t method, std::string_view body,
+                                                       std::vector<BulkRegion> regions = {},
+                                                       std::chrono::milliseconds timeout = 60s) {
+  auto s = table.add(std::move(regions));
+  s->deadline = std::chrono::steady_clock::now() + timeout;
   OutgoingRequest req;
   req.request_id = s->request_id;
   req.service = 9;
   req.method = method;
   req.body = body;
   req.bulk = s->regions;
-  Status st = t.send_request(req);
-  if (!st.ok()) return st;
+  SURGE_RETURN_IF_ERROR(t.send_request(req));
+  return s;
+}
+
+// Reaps replies on this thread (CallDriver) until the call is finished,
+// its deadline passes or another thread is the one reading.
+void drive_until_finished(CallDriver& driver, PendingCall::State& s) {
+  while (!s.finished && std::chrono::steady_clock::now() < s.deadline && driver.drive(s)) {
+  }
+}
+
+Status call(ClientTransport& t, CallTable& table, uint16_t method, std::string_view body,
+            std::vector<BulkRegion> regions = {}, std::string* resp = nullptr) {
+  SURGE_ASSIGN_OR_RETURN(auto s, start_call(t, table, method, body, std::move(regions)));
   std::unique_lock lk(s->mu);
   if (!s->cv.wait_for(lk, 60s, [&] { return s->done; })) {
     s->abandoned = true;
@@ -425,16 +441,8 @@ TEST_F(RdmaSeamTest, CallersDriveTheirOwnReplies) {
   std::shared_ptr<CallDriver> driver = client_->driver();
   ASSERT_TRUE(driver);
   auto driven_call = [&](const std::string& body, std::string* resp) -> Status {
-    auto s = table_->add({});
-    s->deadline = std::chrono::steady_clock::now() + 60s;
-    OutgoingRequest req;
-    req.request_id = s->request_id;
-    req.service = 9;
-    req.method = 1;
-    req.body = body;
-    SURGE_RETURN_IF_ERROR(client_->send_request(req));
-    while (!s->finished && std::chrono::steady_clock::now() < s->deadline && driver->drive(*s)) {
-    }
+    SURGE_ASSIGN_OR_RETURN(auto s, start_call(*client_, *table_, 1, body));
+    drive_until_finished(*driver, *s);
     std::unique_lock lk(s->mu);
     if (!s->cv.wait_for(lk, 60s, [&] { return s->done; })) return Status::TimedOut("test");
     if (resp != nullptr) *resp = s->response;
@@ -458,8 +466,7 @@ TEST_F(RdmaSeamTest, CallersDriveTheirOwnReplies) {
     std::this_thread::sleep_for(200ms);
     client_->close();
   });
-  while (!s->finished && std::chrono::steady_clock::now() < s->deadline && driver->drive(*s)) {
-  }
+  drive_until_finished(*driver, *s);
   closer.get();
   std::unique_lock lk(s->mu);
   EXPECT_TRUE(s->cv.wait_for(lk, 10s, [&] { return s->done; }));
@@ -474,29 +481,20 @@ TEST_F(RdmaSeamTest, RepliesPolledByAFinishedDriverStillReachTheirCallers) {
   ASSERT_NO_FATAL_FAILURE(connect_ok());
   std::shared_ptr<CallDriver> driver = client_->driver();
   ASSERT_TRUE(driver);
-  auto send = [&](const std::string& body) -> std::shared_ptr<PendingCall::State> {
-    auto s = table_->add({});
-    s->deadline = std::chrono::steady_clock::now() + 5s;
-    OutgoingRequest req;
-    req.request_id = s->request_id;
-    req.service = 9;
-    req.method = 4;
-    req.body = body;
-    EXPECT_TRUE(client_->send_request(req).ok());
-    return s;
-  };
   for (int round = 0; round < 20; ++round) {
-    auto first = send("first");
+    auto sent = start_call(*client_, *table_, 4, "first", {}, 5s);
+    ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+    auto first = *sent;
     std::promise<void> driving;
     auto driver_thread = std::async(std::launch::async, [&] {
       driving.set_value();
-      while (!first->finished && std::chrono::steady_clock::now() < first->deadline &&
-             driver->drive(*first)) {
-      }
+      drive_until_finished(*driver, *first);
     });
     driving.get_future().wait();
-    std::this_thread::sleep_for(20ms);  // the driver sleeps on the channel
-    auto second = send("second");        // and it is the one reading: this caller sleeps
+    std::this_thread::sleep_for(20ms);                          // the driver sleeps on the channel
+    sent = start_call(*client_, *table_, 4, "second", {}, 5s);  // it is the one reading:
+    ASSERT_TRUE(sent.ok()) << sent.status().ToString();         // this caller sleeps
+    auto second = *sent;
     std::unique_lock lk(second->mu);
     ASSERT_TRUE(second->cv.wait_for(lk, 3s, [&] { return second->done; }))
         << "round " << round << ": the second reply never reached its caller";
