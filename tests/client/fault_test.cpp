@@ -21,9 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::unique_ptr<LocalCluster> start_cluster() {
-  ClusterConfig cfg;
-  cfg.stripe_size = 64 * 1024;
-  cfg.stripe_count = 3;
+  ClusterConfig cfg = small_stripes();
   cfg.client_io_timeout_ms = "2000";
   auto c = LocalCluster::Start(cfg);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
@@ -50,7 +48,7 @@ int write_until_error(const std::string& path, size_t total) {
 // Writes and reads back a file spread over every target; retries while the
 // mount rediscovers a restarted server.
 bool mount_works(const std::string& dir, const std::string& name, int tries) {
-  std::string data = random_bytes(5 * 64 * 1024 + 11, 5);
+  std::string data = random_bytes(5 * kSmallStripe + 11, 5);
   for (int i = 0; i < tries; ++i) {
     if (write_file(dir + "/" + name, data).ok()) {
       auto back = read_file(dir + "/" + name);
@@ -91,7 +89,7 @@ TEST(Faults, StoppedDataServerTimesOutWithEio) {
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   auto f = (*client)->open("/stalled", O_RDWR | O_CREAT, 0644);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  std::string data = random_bytes(3 * 64 * 1024, 2);
+  std::string data = random_bytes(3 * kSmallStripe, 2);
   ASSERT_TRUE((*client)->pwrite(**f, data.data(), data.size(), 0).ok());
   // A server that accepts but never answers: only the timeout can end it.
   pid_t pid = c->ods_pid(2);

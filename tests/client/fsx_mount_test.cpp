@@ -27,10 +27,7 @@ constexpr int kOps = 2500;
 class Fsx : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    ClusterConfig cfg;
-    cfg.stripe_size = 64 * 1024;
-    cfg.stripe_count = 3;
-    auto c = LocalCluster::Start(cfg);
+    auto c = LocalCluster::Start(small_stripes());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
     auto m = cluster_->mount("mnt", GetParam());

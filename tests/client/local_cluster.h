@@ -27,6 +27,16 @@ struct ClusterConfig {
   std::string client_io_timeout_ms = "3000";
 };
 
+// The layout most client suites use: 64 KiB stripes over 3 data servers,
+// so ordinary file sizes cross many stripe and object boundaries.
+constexpr uint32_t kSmallStripe = 64 * 1024;
+inline ClusterConfig small_stripes() {
+  ClusterConfig cfg;
+  cfg.stripe_size = kSmallStripe;
+  cfg.stripe_count = 3;
+  return cfg;
+}
+
 class LocalCluster {
  public:
   // Starts MDS + ODS, waits until every data server is up in the map.

@@ -18,15 +18,12 @@
 namespace surge::test {
 namespace {
 
-constexpr uint32_t kStripe = 64 * 1024;
+constexpr uint32_t kStripe = kSmallStripe;
 
 class Native : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ClusterConfig cfg;
-    cfg.stripe_size = kStripe;
-    cfg.stripe_count = 3;
-    auto c = LocalCluster::Start(cfg);
+    auto c = LocalCluster::Start(small_stripes());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = c->release();
   }

@@ -17,10 +17,7 @@ namespace {
 class TwoMounts : public ::testing::Test {
  protected:
   void SetUp() override {
-    ClusterConfig cfg;
-    cfg.stripe_size = 64 * 1024;
-    cfg.stripe_count = 3;
-    auto c = LocalCluster::Start(cfg);
+    auto c = LocalCluster::Start(small_stripes());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
     auto a = cluster_->mount("a");
