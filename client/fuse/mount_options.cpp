@@ -34,37 +34,43 @@ Result<double> to_double(const std::string& key, const std::string& v) {
   return d;
 }
 
-Result<uint64_t> to_uint(const std::string& key, const std::string& v) {
+// Decimal digits only (strtoull alone would take "-1" or " 5").
+bool parse_digits(const std::string& v, uint64_t* out) {
+  if (v.empty() || v[0] < '0' || v[0] > '9') return false;
   char* end = nullptr;
+  errno = 0;
   unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0') {
+  if (*end != '\0' || errno == ERANGE) return false;
+  *out = n;
+  return true;
+}
+
+Result<uint64_t> to_uint(const std::string& key, const std::string& v) {
+  uint64_t n = 0;
+  if (!parse_digits(v, &n)) {
     return Status::InvalidArgument("mount option " + key + "=" + v + ": not an integer");
   }
-  return static_cast<uint64_t>(n);
+  return n;
 }
 
 // N, or N with a k/m/g suffix (KiB, MiB, GiB).
 Result<uint64_t> to_bytes(const std::string& key, const std::string& v) {
+  static const std::string kUnits = "kmg";  // 2^10, 2^20, 2^30
   std::string digits = v;
   unsigned shift = 0;
-  static const std::string kUnits = "kmg";  // 2^10, 2^20, 2^30
-  if (auto u =
-          v.empty()
-              ? std::string::npos
-              : kUnits.find(static_cast<char>(std::tolower(static_cast<unsigned char>(v.back()))));
-      u != std::string::npos) {
-    shift = 10 * static_cast<unsigned>(u + 1);
-    digits.pop_back();
+  if (!v.empty()) {
+    auto u = kUnits.find(static_cast<char>(std::tolower(static_cast<unsigned char>(v.back()))));
+    if (u != std::string::npos) {
+      shift = 10 * static_cast<unsigned>(u + 1);
+      digits.pop_back();
+    }
   }
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long n = std::strtoull(digits.c_str(), &end, 10);
-  if (digits.empty() || digits[0] < '0' || digits[0] > '9' || *end != '\0' || errno == ERANGE ||
-      (n << shift >> shift) != n) {
+  uint64_t n = 0;
+  if (!parse_digits(digits, &n) || (n << shift >> shift) != n) {
     return Status::InvalidArgument("mount option " + key + "=" + v +
                                    ": not a size (N, Nk, Nm or Ng)");
   }
-  return static_cast<uint64_t>(n) << shift;
+  return n << shift;
 }
 
 Status apply_option(MountConfig& m, const std::string& opt) {

@@ -770,6 +770,14 @@ TEST_F(PosixMount, MountTakesAMaxReadOption) {
   EXPECT_TRUE(*back == data);
 }
 
+TEST_F(PosixMount, MountRefusesANegativeNumber) {
+  // strtoull alone reads "-1" as 2^64 - 1.
+  auto m = cluster_->mount("mnt-negative", "readahead_kb=-1");
+  ASSERT_FALSE(m.ok()) << "mounted with readahead_kb=-1";
+  EXPECT_NE(m.status().ToString().find("readahead_kb=-1"), std::string::npos)
+      << m.status().ToString();
+}
+
 TEST_F(PosixMount, MountRefusesABadSizeOption) {
   auto m = cluster_->mount("mnt-bad-size", "rdonly_direct_min=12q");
   ASSERT_FALSE(m.ok()) << "mounted with rdonly_direct_min=12q";
