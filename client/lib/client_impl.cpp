@@ -343,10 +343,12 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
     auto it = inodes_.find(ino);
     if (it != inodes_.end()) st = it->second;
   }
-  // Our own unreported writes first, so a truncate is ordered after them;
-  // no report of this inode runs until the truncate is done.
+  // Our own unreported writes first, so a truncate or a time set is ordered
+  // after them, and no report of this inode runs until the change is done: a
+  // report arriving later would grow a truncated file back or move the
+  // times a utimens just set (tar -x, cp -p) to the time of the report.
   std::unique_lock<std::mutex> size_lock;
-  if (st && (sa.mask & kSetSize)) {
+  if (st) {
     size_lock = std::unique_lock(st->size_mu);
     SURGE_RETURN_IF_ERROR(report_size_locked(*st, false));
   }
