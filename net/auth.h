@@ -19,6 +19,10 @@ namespace surge::net {
 inline constexpr size_t kNonceSize = 32;
 inline constexpr size_t kProofSize = 32;
 inline constexpr size_t kChallengeBodySize = kNonceSize + 4;  // nonce, u32 credits
+// Largest body a frame may have before its connection has authenticated
+// (the handshake frames, or a GoAway's reason): neither side sizes a buffer
+// from an unauthenticated peer's header beyond this.
+inline constexpr size_t kMaxHandshakeBody = 4096;
 
 using Nonce = std::array<std::byte, kNonceSize>;
 using Proof = std::array<std::byte, kProofSize>;

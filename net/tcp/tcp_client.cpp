@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -163,6 +164,11 @@ class TcpClientTransport final : public ClientTransport {
   uint32_t credits_;
 };
 
+Status refused(const std::string& peer) {
+  return Status(Code::kConnectionRefused,
+                "connection refused by " + peer + " (no server is listening there)");
+}
+
 Status connect_with_deadline(tcp::socket& s, const tcp::endpoint& ep,
                              std::chrono::steady_clock::time_point deadline,
                              const std::string& peer) {
@@ -174,7 +180,7 @@ Status connect_with_deadline(tcp::socket& s, const tcp::endpoint& ep,
   if (::connect(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0) {
     if (errno != EINPROGRESS) {
       int err = errno;
-      if (err == ECONNREFUSED) return Status(Code::kConnectionRefused, "connect to " + peer + ": refused");
+      if (err == ECONNREFUSED) return refused(peer);
       return Status::Unavailable("connect to " + peer + ": " + std::strerror(err));
     }
     for (;;) {
@@ -189,8 +195,50 @@ Status connect_with_deadline(tcp::socket& s, const tcp::endpoint& ep,
     int err = 0;
     socklen_t len = sizeof err;
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err == ECONNREFUSED) return Status(Code::kConnectionRefused, "connect to " + peer + ": refused");
+    if (err == ECONNREFUSED) return refused(peer);
     if (err != 0) return Status::Unavailable("connect to " + peer + ": " + std::strerror(err));
+  }
+  return Status::OK();
+}
+
+// What a failed handshake read or write says: the server that reset or
+// closed the connection, by address (a server that died or restarted, or
+// one over its limit of unauthenticated connections), not a key problem.
+Status handshake_io_error(int err, const std::string& peer, const char* doing) {
+  if (err == ECONNRESET) {
+    return Status::Unavailable("connection reset by the server at " + peer + " while " + doing +
+                               " the handshake (it died, restarted or refused us)");
+  }
+  if (err == EPIPE || err == 0) {
+    return Status::Unavailable("the server at " + peer + " closed the connection while " + doing +
+                               " the handshake (it is stopping, restarting or refused us)");
+  }
+  return Status::Unavailable(std::string(doing) + " the handshake with the server at " + peer +
+                             ": " + std::strerror(err));
+}
+
+// Exactly len handshake bytes by the deadline.
+Status recv_handshake(int fd, std::byte* dst, size_t len,
+                      std::chrono::steady_clock::time_point deadline, const std::string& peer) {
+  while (len > 0) {
+    ssize_t n = ::recv(fd, dst, len, MSG_DONTWAIT);
+    if (n > 0) {
+      dst += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return handshake_io_error(0, peer, "reading");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return handshake_io_error(errno, peer, "reading");
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return Status::TimedOut("the server at " + peer + " did not complete the handshake in time");
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      return Status::FromErrno(errno, "poll " + peer + " during the handshake");
+    }
   }
   return Status::OK();
 }
@@ -200,15 +248,15 @@ Result<FrameHeader> read_handshake_frame(int fd, std::string& body,
                                          std::chrono::steady_clock::time_point deadline,
                                          const std::string& peer) {
   std::byte hdr[kFrameHeaderSize];
-  Status st = recv_exact(fd, hdr, sizeof hdr, deadline, peer);
-  if (!st.ok()) {
-    return Status::AuthFailed("handshake with " + peer + " failed: " + st.message());
-  }
+  SURGE_RETURN_IF_ERROR(recv_handshake(fd, hdr, sizeof hdr, deadline, peer));
   SURGE_ASSIGN_OR_RETURN(FrameHeader h, decode_header({hdr, sizeof hdr}));
-  if (h.body_length > 4096) return Status::ProtocolError("oversized handshake frame from " + peer);
+  if (h.body_length > kMaxHandshakeBody) {
+    return Status::ProtocolError("oversized handshake frame from " + peer + ": " +
+                                 std::to_string(h.body_length) + " body bytes");
+  }
   body.resize(h.body_length);
   SURGE_RETURN_IF_ERROR(
-      recv_exact(fd, reinterpret_cast<std::byte*>(body.data()), body.size(), deadline, peer));
+      recv_handshake(fd, reinterpret_cast<std::byte*>(body.data()), body.size(), deadline, peer));
   if (h.type == FrameType::kGoAway) {
     return Status(static_cast<Code>(h.status), "server " + peer + " refused us: " + body);
   }
@@ -223,7 +271,29 @@ Status send_handshake_frame(int fd, FrameType type, const void* body, size_t len
   std::byte hdr[kFrameHeaderSize];
   encode_header(h, hdr);
   iovec iov[2] = {{hdr, sizeof hdr}, {const_cast<void*>(body), len}};
-  return send_all(fd, iov, 2, peer);
+  size_t left = sizeof hdr + len;
+  int i = 0;
+  // Handshake frames are tiny: one sendmsg fits them into any socket
+  // buffer, so a short write only follows a peer that is gone.
+  while (left > 0) {
+    msghdr msg{};
+    msg.msg_iov = iov + i;
+    msg.msg_iovlen = static_cast<size_t>(2 - i);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return handshake_io_error(errno, peer, "sending");
+    }
+    left -= static_cast<size_t>(n);
+    for (size_t k = static_cast<size_t>(n); k > 0 && i < 2;) {
+      size_t step = std::min(k, iov[i].iov_len);
+      iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + step;
+      iov[i].iov_len -= step;
+      k -= step;
+      if (iov[i].iov_len == 0) ++i;
+    }
+  }
+  return Status::OK();
 }
 
 // The client half of the handshake (net/auth.h). Returns the credits.

@@ -102,25 +102,6 @@ Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
   return Status::OK();
 }
 
-Status recv_exact(int fd, std::byte* dst, size_t len,
-                  std::chrono::steady_clock::time_point deadline, const std::string& peer) {
-  while (len > 0) {
-    ssize_t n = ::recv(fd, dst, len, MSG_DONTWAIT);
-    if (n > 0) {
-      dst += n;
-      len -= static_cast<size_t>(n);
-      continue;
-    }
-    if (n == 0) return Status::Disconnected("connection to " + peer + " closed by the peer");
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      return Status::Disconnected("recv from " + peer + ": " + std::strerror(errno));
-    }
-    SURGE_RETURN_IF_ERROR(wait_fd(fd, POLLIN, deadline, peer, "recv from"));
-  }
-  return Status::OK();
-}
-
 TcpStream::TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket,
                      std::string peer)
     : io_(io),

@@ -76,12 +76,10 @@ inline constexpr size_t kMaxIov = 4 + kMaxDescriptors;
 // kBlockingSlice. Failures are logged, not fatal.
 void tune_socket(int fd, const std::string& peer);
 
-// Blocking helpers on a socket. send_all calls on_block (if given) once,
+// Blocking gather write on a socket; calls on_block (if given) once,
 // before its first wait for buffer space.
 Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
                 const std::function<void()>& on_block = {});
-Status recv_exact(int fd, std::byte* dst, size_t len,
-                  std::chrono::steady_clock::time_point deadline, const std::string& peer);
 
 class TcpStream : public std::enable_shared_from_this<TcpStream> {
  public:
