@@ -7,6 +7,7 @@
 // Phases: write (then fsync with --fsync), read. A progress bar goes to
 // stderr; the result (MiB/s and IOPS per phase) to stdout, --json for tools.
 // The native path moves data from registered buffers (the zero-copy path).
+// --mode md is the mdtest-like metadata run instead (metadata_bench.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 
 #include "common/log.h"
 #include "surge/client.h"
+#include "tools/surge-bench/metadata_bench.h"
 
 namespace {
 
@@ -281,7 +283,18 @@ PhaseResult run_phase(const Config& c, Engine& e, bool write) {
 int main(int argc, char** argv) {
   Config c;
   std::string transfer = "1m", block = "256m";
-  CLI::App app{"surge-bench: IOR-style throughput through the mount or libsurge"};
+  CLI::App app{"surge-bench: IOR-style throughput, or mdtest-like metadata rates (--mode md), "
+               "through the mount or libsurge"};
+  std::string mode = "io";
+  surge::bench::MetadataConfig md;
+  std::string md_phases = "create,stat,read,remove", write_bytes = "0", read_bytes = "0";
+  app.add_option("--mode", mode, "io (IOR-like, default) or md (mdtest-like)")
+      ->check(CLI::IsMember({"io", "md"}));
+  app.add_option("--files", md.files, "md: files per process")->check(CLI::PositiveNumber);
+  app.add_flag("--shared-dir", md.shared_dir, "md: every process in one directory");
+  app.add_option("--write-bytes", write_bytes, "md: bytes written into each file by create");
+  app.add_option("--read-bytes", read_bytes, "md: bytes read from each file by read");
+  app.add_option("--phases", md_phases, "md: comma-separated, of create,stat,read,remove");
   app.add_option("--api", c.api, "posix (through a mounted directory) or native (libsurge)")
       ->check(CLI::IsMember({"posix", "native"}));
   app.add_option("-o,--path", c.path,
@@ -290,7 +303,7 @@ int main(int argc, char** argv) {
   app.add_option("--key-file", c.key_file, "native: cluster key file");
   app.add_option("-t,--transfer-size", transfer, "bytes per IO (k, m, g suffixes)");
   app.add_option("-b,--block-size", block, "bytes per task");
-  app.add_option("-n,--tasks", c.tasks, "parallel tasks (threads)")->check(CLI::PositiveNumber);
+  app.add_option("-n,--tasks", c.tasks, "parallel tasks (threads; md: processes)")->check(CLI::PositiveNumber);
   app.add_flag("-F,--file-per-process", c.file_per_process, "one file per task (default shared)");
   app.add_flag("-w,--write", c.do_write, "write phase");
   app.add_flag("-r,--read", c.do_read, "read phase (both when neither is given)");
@@ -314,6 +327,31 @@ int main(int argc, char** argv) {
     return 2;
   }
   (void)surge::init_logging("warn");
+  if (mode == "md") {
+    md.api = c.api;
+    md.path = c.path;
+    md.mds = c.mds;
+    md.key_file = c.key_file;
+    md.processes = c.tasks;
+    md.write_bytes = parse_size(write_bytes);
+    md.read_bytes = parse_size(read_bytes);
+    md.keep = c.keep;
+    md.json = c.json;
+    md.progress = c.progress && isatty(STDERR_FILENO);
+    md.phases.clear();
+    for (size_t i = 0; i <= md_phases.size();) {
+      size_t j = md_phases.find(',', i);
+      if (j == std::string::npos) j = md_phases.size();
+      std::string ph = md_phases.substr(i, j - i);
+      if (ph != "create" && ph != "stat" && ph != "read" && ph != "remove") {
+        std::fprintf(stderr, "surge-bench: unknown md phase '%s'\n", ph.c_str());
+        return 2;
+      }
+      md.phases.push_back(ph);
+      i = j + 1;
+    }
+    return surge::bench::run_metadata_bench(md);
+  }
 
   std::unique_ptr<Engine> e;
   if (c.api == "posix") {
