@@ -44,6 +44,11 @@ std::string_view code_name(Code c) {
     case Code::kAuthFailed: return "AuthFailed";
     case Code::kUnavailable: return "Unavailable";
     case Code::kConnectionRefused: return "ConnectionRefused";
+    case Code::kStaleChain: return "StaleChain";
+    case Code::kWrongTarget: return "WrongTarget";
+    case Code::kChunkDirty: return "ChunkDirty";
+    case Code::kChunkVersionGap: return "ChunkVersionGap";
+    case Code::kNotServing: return "NotServing";
   }
   return "Unknown";
 }
@@ -86,6 +91,11 @@ int to_errno(Code c) {
     case Code::kAuthFailed: return EACCES;
     case Code::kUnavailable: return EIO;
     case Code::kConnectionRefused: return ECONNREFUSED;
+    case Code::kStaleChain:
+    case Code::kWrongTarget:
+    case Code::kChunkDirty:
+    case Code::kChunkVersionGap:
+    case Code::kNotServing: return EIO;
   }
   return EIO;
 }

@@ -57,6 +57,14 @@ enum class Code : uint16_t {
   kAuthFailed = 43,       // EACCES: cluster key mismatch
   kUnavailable = 44,      // EIO: server down / unreachable
   kConnectionRefused = 45,// ECONNREFUSED
+  // redundancy (docs/redundancy.md): refusals a client or data server
+  // answers by refreshing the cluster map and retrying, never surfaced
+  // to an application unless retries run out (then EIO)
+  kStaleChain = 46,       // EIO: request made under an older chain version
+  kWrongTarget = 47,      // EIO: request meant for another target id
+  kChunkDirty = 48,       // EIO: replica holds an uncommitted update; read elsewhere
+  kChunkVersionGap = 49,  // EIO: forwarded update skips a version; sync the chunk first
+  kNotServing = 50,       // EIO: target is in the chain but not serving reads (syncing)
 };
 
 std::string_view code_name(Code c);
@@ -91,6 +99,11 @@ class [[nodiscard]] Status {
   static Status UnknownMethod(std::string m) { return {Code::kUnknownMethod, std::move(m)}; }
   static Status AuthFailed(std::string m) { return {Code::kAuthFailed, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+  static Status StaleChain(std::string m) { return {Code::kStaleChain, std::move(m)}; }
+  static Status WrongTarget(std::string m) { return {Code::kWrongTarget, std::move(m)}; }
+  static Status ChunkDirty(std::string m) { return {Code::kChunkDirty, std::move(m)}; }
+  static Status ChunkVersionGap(std::string m) { return {Code::kChunkVersionGap, std::move(m)}; }
+  static Status NotServing(std::string m) { return {Code::kNotServing, std::move(m)}; }
   // From a failed syscall: "what: strerror(err)".
   static Status FromErrno(int err, std::string_view what);
 

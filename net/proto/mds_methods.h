@@ -15,6 +15,13 @@ using MdsGetClusterMap = net::MethodDef<kServiceMds, 3, GetClusterMapRequest, Ge
 // administration: drain / undrain a target (surgectl drain)
 using MdsSetTargetDrain =
     net::MethodDef<kServiceMds, 4, SetTargetDrainRequest, SetTargetDrainReply>;
+// chains (docs/redundancy.md): failure reports from clients and data
+// servers, resync progress from a resync source, rebalance (surgectl)
+using MdsReportTargetFailure =
+    net::MethodDef<kServiceMds, 5, ReportTargetFailureRequest, ReportTargetFailureReply>;
+using MdsReportChainSync =
+    net::MethodDef<kServiceMds, 6, ReportChainSyncRequest, ReportChainSyncReply>;
+using MdsRebalance = net::MethodDef<kServiceMds, 7, RebalanceRequest, RebalanceReply>;
 
 // client sessions
 using MdsOpenSession = net::MethodDef<kServiceMds, 10, OpenSessionRequest, OpenSessionReply>;

@@ -16,4 +16,9 @@ using OdsSync = net::MethodDef<kServiceOds, 6, SyncRequest, SyncReply>;
 using OdsStatFs = net::MethodDef<kServiceOds, 7, StatFsRequest, StatFsReply>;
 using OdsScrub = net::MethodDef<kServiceOds, 8, ScrubRequest, ScrubReply>;
 
+// between data servers (chain replication and resync, docs/redundancy.md)
+using OdsChainForward = net::MethodDef<kServiceOds, 9, ChainForwardRequest, ChainForwardReply>;
+using OdsListChunks = net::MethodDef<kServiceOds, 10, ListChunksRequest, ListChunksReply>;
+using OdsResyncChunk = net::MethodDef<kServiceOds, 11, ResyncChunkRequest, ResyncChunkReply>;
+
 }  // namespace surge::proto::ods

@@ -34,6 +34,28 @@ TEST(Status, ErrnoRoundTripsForNamespaceCodes) {
   }
 }
 
+// The chain refusals are wire values (docs/redundancy.md) with names of
+// their own, and an application that ever sees one gets EIO.
+TEST(Status, ChainRefusalsKeepTheirWireValuesAndMapToEio) {
+  struct Expect {
+    Status s;
+    uint16_t value;
+    const char* name;
+  };
+  const Expect all[] = {
+      {Status::StaleChain("chain 4 version 7 < 9"), 46, "StaleChain"},
+      {Status::WrongTarget("target 3 is not 5"), 47, "WrongTarget"},
+      {Status::ChunkDirty("chunk 12/0/0"), 48, "ChunkDirty"},
+      {Status::ChunkVersionGap("chunk 12/0/0 at 3, got 5"), 49, "ChunkVersionGap"},
+      {Status::NotServing("target 2 syncing in chain 4"), 50, "NotServing"},
+  };
+  for (const auto& e : all) {
+    EXPECT_EQ(static_cast<uint16_t>(e.s.code()), e.value) << e.name;
+    EXPECT_EQ(code_name(e.s.code()), e.name);
+    EXPECT_EQ(e.s.to_errno(), EIO) << e.name;
+  }
+}
+
 TEST(Status, FromErrnoNamesTheOperation) {
   Status s = Status::FromErrno(ENOSPC, "pwrite /data/obj");
   EXPECT_EQ(s.code(), Code::kNoSpace);
