@@ -1,0 +1,320 @@
+// ClientImpl's namespace operations: each is an MDS call, its request
+// built from the caller's arguments and credentials and its reply converted
+// (proto_convert.h). Sizes in the attributes returned are merged with this
+// client's own unreported writes (InodeTable::merge_local); a truncate is
+// ordered after this client's writes and size reports of the inode.
+
+#include "client/lib/client_impl.h"
+#include "client/lib/proto_convert.h"
+#include "net/proto/mds_methods.h"
+
+namespace surge::client {
+
+namespace mds = proto::mds;
+
+Result<Attr> ClientImpl::lookup(Ino parent, std::string_view name, const Caller& c) {
+  mds::LookupRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLookup>(req, &resp));
+  return inodes_.merge_local(attr_from_proto(resp.attr()));
+}
+
+Result<Attr> ClientImpl::getattr(Ino ino, const Caller& c) {
+  mds::GetAttrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetAttr>(req, &resp));
+  return inodes_.merge_local(attr_from_proto(resp.attr()));
+}
+
+Status ClientImpl::access(Ino ino, uint32_t mask, const Caller& c) {
+  mds::AccessRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_mask(mask);
+  mds::AccessReply resp;
+  return mds_->call<mds::MdsAccess>(req, &resp);
+}
+
+Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
+  std::shared_ptr<InodeState> st = inodes_.find(ino);
+  // Our own unreported writes first, so a truncate or a time set is ordered
+  // after them, and no report of this inode runs until the change is done: a
+  // report arriving later would grow a truncated file back or move the
+  // times a utimens just set (tar -x, cp -p) to the time of the report.
+  std::unique_lock<std::mutex> size_lock;
+  if (st) {
+    size_lock = std::unique_lock(st->size_mu);
+    SURGE_RETURN_IF_ERROR(sizes_->report_locked(*st, false));
+  }
+  if (st) writes_->drain(*st);
+  if (st) st->data_gen.fetch_add(1, std::memory_order_acq_rel);
+  mds::SetAttrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  uint32_t v = 0;
+  if (sa.mask & kSetMode) v |= mds::SETATTR_MODE;
+  if (sa.mask & kSetUid) v |= mds::SETATTR_UID;
+  if (sa.mask & kSetGid) v |= mds::SETATTR_GID;
+  if (sa.mask & kSetSize) v |= mds::SETATTR_SIZE;
+  if (sa.mask & kSetAtime) v |= mds::SETATTR_ATIME;
+  if (sa.mask & kSetMtime) v |= mds::SETATTR_MTIME;
+  if (sa.mask & kSetCtime) v |= mds::SETATTR_CTIME;
+  if (sa.mask & kSetAtimeNow) v |= mds::SETATTR_ATIME_NOW;
+  if (sa.mask & kSetMtimeNow) v |= mds::SETATTR_MTIME_NOW;
+  req.set_valid(v);
+  req.set_mode(sa.mode & 07777);
+  req.set_uid(sa.uid);
+  req.set_gid(sa.gid);
+  req.set_size(sa.size);
+  req.set_atime_ns(ns_from_ts(sa.atime));
+  req.set_mtime_ns(ns_from_ts(sa.mtime));
+  req.set_ctime_ns(ns_from_ts(sa.ctime));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSetAttr>(req, &resp));
+  if (st && (sa.mask & kSetSize)) {
+    std::lock_guard lk(st->mu);
+    st->mds_size = resp.attr().size();
+    st->written_end = std::min(st->written_end, sa.size);
+    st->reported_end = std::min(st->reported_end, sa.size);
+    st->data_gen.fetch_add(1, std::memory_order_acq_rel);  // and what was read meanwhile
+  }
+  return inodes_.merge_local(attr_from_proto(resp.attr()));
+}
+
+Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& c) {
+  mds::MkdirRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_mode(mode);
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMkdir>(req, &resp));
+  return attr_from_proto(resp.attr());
+}
+
+Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                               const Caller& c) {
+  mds::MknodRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_mode(mode);
+  req.set_rdev(rdev);
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMknod>(req, &resp));
+  return attr_from_proto(resp.attr());
+}
+
+Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_view target,
+                                 const Caller& c) {
+  mds::SymlinkRequest req;
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_target(std::string(target));
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSymlink>(req, &resp));
+  return attr_from_proto(resp.attr());
+}
+
+Result<std::string> ClientImpl::readlink(Ino ino) {
+  mds::ReadlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(Caller{});
+  req.set_ino(ino);
+  mds::ReadlinkReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsReadlink>(req, &resp));
+  return resp.target();
+}
+
+Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name, const Caller& c) {
+  mds::LinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_new_parent(new_parent);
+  req.set_new_name(std::string(new_name));
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
+  mds::EntryReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLink>(req, &resp));
+  return inodes_.merge_local(attr_from_proto(resp.attr()));
+}
+
+Status ClientImpl::unlink(Ino parent, std::string_view name, const Caller& c) {
+  mds::UnlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
+  mds::UnlinkReply resp;
+  return mds_->call<mds::MdsUnlink>(req, &resp);
+}
+
+Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
+  mds::UnlinkRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
+  mds::UnlinkReply resp;
+  return mds_->call<mds::MdsRmdir>(req, &resp);
+}
+
+Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
+                          std::string_view new_name, uint32_t flags, const Caller& c) {
+  mds::RenameRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_old_parent(parent);
+  req.set_old_name(std::string(name));
+  req.set_new_parent(new_parent);
+  req.set_new_name(std::string(new_name));
+  req.set_flags(flags);
+  req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
+  mds::RenameReply resp;
+  return mds_->call<mds::MdsRename>(req, &resp);
+}
+
+Result<DirPage> ClientImpl::readdir(Ino dir, uint64_t cookie, size_t max_entries, const Caller& c) {
+  mds::ReadDirRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(dir);
+  req.set_cookie(cookie);
+  req.set_max_entries(static_cast<uint32_t>(max_entries));
+  req.set_plus(true);
+  mds::ReadDirReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsReadDir>(req, &resp));
+  DirPage page;
+  page.eof = resp.eof();
+  page.entries.reserve(resp.entries_size());
+  for (const auto& e : resp.entries()) {
+    DirEntry d;
+    d.name = e.name();
+    d.cookie = e.cookie();
+    if (e.has_attr()) {
+      d.attr = inodes_.merge_local(attr_from_proto(e.attr()));
+    } else {
+      d.attr.ino = e.ino();
+      d.attr.mode = e.type();
+    }
+    page.entries.push_back(std::move(d));
+  }
+  return page;
+}
+
+Result<std::string> ClientImpl::getxattr(Ino ino, std::string_view name, const Caller& c) {
+  mds::GetXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_name(std::string(name));
+  req.set_size(1u << 20);  // larger than any value (64 KiB limit)
+  mds::GetXattrReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetXattr>(req, &resp));
+  return resp.value();
+}
+
+Status ClientImpl::setxattr(Ino ino, std::string_view name, std::string_view value, uint32_t flags,
+                            const Caller& c) {
+  mds::SetXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_name(std::string(name));
+  req.set_value(std::string(value));
+  req.set_flags(flags);
+  mds::SetXattrReply resp;
+  return mds_->call<mds::MdsSetXattr>(req, &resp);
+}
+
+Result<std::vector<std::string>> ClientImpl::listxattr(Ino ino, const Caller& c) {
+  mds::ListXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_size(1u << 24);
+  mds::ListXattrReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsListXattr>(req, &resp));
+  return std::vector<std::string>(resp.names().begin(), resp.names().end());
+}
+
+Status ClientImpl::removexattr(Ino ino, std::string_view name, const Caller& c) {
+  mds::RemoveXattrRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  req.set_name(std::string(name));
+  mds::RemoveXattrReply resp;
+  return mds_->call<mds::MdsRemoveXattr>(req, &resp);
+}
+
+Result<FsStat> ClientImpl::statfs() {
+  mds::StatFsRequest req;
+  *req.mutable_cred() = cred_to_proto(Caller{});
+  mds::StatFsReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsStatFs>(req, &resp));
+  FsStat s;
+  s.block_size = resp.block_size() ? resp.block_size() : 4096;
+  s.total_bytes = resp.capacity_bytes();
+  s.free_bytes = resp.free_bytes();
+  s.total_inodes = resp.inodes_used() + resp.inodes_free();
+  s.free_inodes = resp.inodes_free();
+  s.max_name = resp.name_max() ? resp.name_max() : 255;
+  return s;
+}
+
+Result<ClusterStatus> ClientImpl::cluster_status() {
+  SURGE_RETURN_IF_ERROR(map_->refresh());
+  mds::ClusterMap m = map_->snapshot();
+  ClusterStatus cs;
+  cs.map_version = m.version();
+  cs.fs_id = m.fs_id();
+  cs.mds_address = options_.mds_address;
+  for (const auto& t : m.targets()) {
+    TargetStatus ts;
+    ts.id = t.target_id();
+    ts.address = t.address();
+    switch (t.state()) {
+      case mds::TARGET_UP:
+        ts.state = "up";
+        break;
+      case mds::TARGET_DOWN:
+        ts.state = "down";
+        break;
+      case mds::TARGET_DRAINING:
+        ts.state = "draining";
+        break;
+      default:
+        ts.state = "unknown";
+        break;
+    }
+    ts.capacity_bytes = t.capacity_bytes();
+    ts.free_bytes = t.free_bytes();
+    ts.last_heartbeat_ms = t.last_heartbeat_ms();
+    cs.targets.push_back(std::move(ts));
+  }
+  return cs;
+}
+
+Result<StripeLayout> ClientImpl::get_layout(Ino ino, const Caller& c) {
+  mds::GetLayoutRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(ino);
+  mds::GetLayoutReply resp;
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsGetLayout>(req, &resp));
+  return layout_from_proto(resp.layout());
+}
+
+Status ClientImpl::set_dir_layout(Ino dir, uint32_t stripe_size, uint32_t stripe_count,
+                                  const Caller& c) {
+  mds::SetLayoutRequest req;
+  *req.mutable_cred() = cred_to_proto(c);
+  req.set_ino(dir);
+  req.mutable_layout()->set_stripe_size(stripe_size);
+  req.mutable_layout()->set_stripe_count(stripe_count);
+  mds::SetLayoutReply resp;
+  return mds_->call<mds::MdsSetLayout>(req, &resp);
+}
+
+}  // namespace surge::client
