@@ -96,6 +96,8 @@ Status apply_option(MountConfig& m, const std::string& opt) {
     SURGE_ASSIGN_OR_RETURN(m.fs.entry_timeout, to_double(key, val));
   } else if (key == "attr_timeout") {
     SURGE_ASSIGN_OR_RETURN(m.fs.attr_timeout, to_double(key, val));
+  } else if (key == "negative_timeout") {
+    SURGE_ASSIGN_OR_RETURN(m.fs.negative_timeout, to_double(key, val));
   } else if (key == "io_timeout_ms") {
     SURGE_ASSIGN_OR_RETURN(uint64_t ms, to_uint(key, val));
     m.client.io_timeout = std::chrono::milliseconds(ms);
@@ -154,6 +156,7 @@ std::string usage() {
          "  transport=tcp|rdma data-server transport (default tcp)\n"
          "  entry_timeout=S    kernel name cache, seconds (default 1)\n"
          "  attr_timeout=S     kernel attribute cache, seconds (default 1)\n"
+         "  negative_timeout=S kernel cache of names that do not exist, seconds (default 1)\n"
          "  io_timeout_ms=N    a data-server request fails with EIO after N ms (10000)\n"
          "  mds_timeout_ms=N   how long an unreachable MDS is retried (30000)\n"
          "  readahead_kb=N     read-ahead of the mount (default 4096)\n"

@@ -126,7 +126,18 @@ void op_init(void* userdata, fuse_conn_info* conn) {
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  reply_entry(req, fs_of(req).client().lookup(parent, name, caller_of(req)), "lookup", parent);
+  SurgeFs& fs = fs_of(req);
+  Result<Attr> a = fs.client().lookup(parent, name, caller_of(req));
+  if (!a.ok() && a.status().code() == Code::kNotFound && fs.options().negative_timeout > 0) {
+    // A negative entry: inode 0 with a timeout is how FUSE says "cache
+    // this miss" (plain ENOENT is never cached).
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    e.entry_timeout = fs.options().negative_timeout;
+    fuse_reply_entry(req, &e);
+    return;
+  }
+  reply_entry(req, a, "lookup", parent);
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {

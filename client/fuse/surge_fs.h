@@ -24,6 +24,11 @@ namespace surge::fuse {
 struct FsOptions {
   double entry_timeout = 1.0;  // seconds the kernel caches a name
   double attr_timeout = 1.0;   // seconds the kernel caches attributes
+  // Seconds the kernel remembers that a name does not exist (a negative
+  // dentry): repeated misses (include paths, PATH, imports) stay off the
+  // MDS. Own creates replace it at once; another client's create of that
+  // name shows here after at most this long. 0: every miss asks the MDS.
+  double negative_timeout = 1.0;
   uint32_t max_write = 1u << 20;
   uint32_t max_readahead = 1u << 20;  // per request (FUSE init)
   // Bytes per read request (the max_read mount option too), whatever
