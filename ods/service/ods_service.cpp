@@ -193,14 +193,15 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   // whole payload gets it checked as one piece.
   const bool pieces = req.piece_crc32c_size() > 0;
   const uint64_t piece_bytes = pieces ? req.piece_bytes() : len;
+  if (pieces && !pb::valid_piece_bytes(piece_bytes)) {
+    return Status::InvalidArgument(
+        "write " + obj_name(id) + " from " + ctx.peer() + ": piece size " +
+        std::to_string(piece_bytes) + " is not a power of two in [" +
+        std::to_string(pb::kMinPieceBytes) + ", " + std::to_string(pb::kMaxPieceBytes) + "]");
+  }
+  // Only now: piece_count divides by the piece size, which may have been 0.
   const uint64_t npieces = pieces ? pb::piece_count(off, len, piece_bytes) : 1;
   if (pieces) {
-    if (!pb::valid_piece_bytes(piece_bytes)) {
-      return Status::InvalidArgument(
-          "write " + obj_name(id) + " from " + ctx.peer() + ": piece size " +
-          std::to_string(piece_bytes) + " is not a power of two in [" +
-          std::to_string(pb::kMinPieceBytes) + ", " + std::to_string(pb::kMaxPieceBytes) + "]");
-    }
     if (static_cast<uint64_t>(req.piece_crc32c_size()) != npieces) {
       return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": " +
                                      std::to_string(req.piece_crc32c_size()) + " piece CRCs for " +
