@@ -101,7 +101,10 @@ void ReadinessService::drain() {
       std::function<void()> fn;
       {
         std::lock_guard lk(mu_);
-        auto it = entries_.find(evs[i].data.u64);
+        // epoll_event is packed: copy the key out rather than bind a
+        // reference to a misaligned field.
+        const uint64_t key = evs[i].data.u64;
+        auto it = entries_.find(key);
         if (it != entries_.end()) fn = std::move(it->second.on_ready);
       }
       if (fn) fn();
