@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git
+  # the fuzzers (tests/fuzz): clang with libFuzzer and the sanitizer runtimes
+  clang-14 libclang-rt-14-dev llvm-14
   # libraries
   libboost1.81-dev libprotobuf-dev protobuf-compiler
   librocksdb-dev libfuse3-dev fuse3
