@@ -155,14 +155,6 @@ FileRef ClientImpl::make_handle(const Attr& a, const mds::Attr& pa, int flags, c
   return f;
 }
 
-void ClientImpl::undo_open(Ino ino) {
-  mds::CloseRequest req;
-  req.set_session_id(session_->id());
-  req.set_ino(ino);
-  mds::CloseReply resp;
-  (void)mds_->call<mds::MdsClose>(req, &resp);
-}
-
 Result<FileRef> ClientImpl::open(Ino ino, int flags, const Caller& c, Attr* attr_out) {
   mds::OpenRequest req;
   *req.mutable_cred() = cred_to_proto(c);
@@ -191,6 +183,7 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
   req.set_name(std::string(name));
   req.set_mode(mode & 07777);
   req.set_exclusive((flags & O_EXCL) != 0);
+  req.set_flags(static_cast<uint32_t>(flags));  // checked (and O_TRUNC done) on an existing file
   mds::EntryReply resp;
   for (int attempt = 0;; ++attempt) {
     uint64_t sid = session_->id();
@@ -200,32 +193,10 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
     // An unknown session fails a create before anything is created.
     if (attempt > 0 || !session_->renew_after(st, sid)) return st;
   }
+  // An existing file that came back was opened by the MDS with the
+  // caller's rights for these flags, and truncated there for O_TRUNC,
+  // exactly as open(2) without O_CREAT would be.
   Attr a = attr_from_proto(resp.attr());
-  if (!resp.created()) {
-    // An existing file came back: it is opened with the caller's rights,
-    // exactly as open(2) without O_CREAT would be.
-    uint32_t mask = 0;
-    int acc = flags & O_ACCMODE;
-    if (acc == O_RDONLY || acc == O_RDWR) mask |= R_OK;
-    if (acc == O_WRONLY || acc == O_RDWR || (flags & O_TRUNC)) mask |= W_OK;
-    Status ok = access(a.ino, mask, c);
-    if (!ok.ok()) {
-      undo_open(a.ino);
-      return ok;
-    }
-  }
-  if (!resp.created() && (flags & O_TRUNC) && a.size > 0) {
-    // An existing file opened with O_CREAT|O_TRUNC: truncate it now.
-    SetAttr sa;
-    sa.mask = kSetSize;
-    sa.size = 0;
-    auto t = setattr(a.ino, sa, c);
-    if (!t.ok()) {
-      undo_open(a.ino);
-      return t.status();
-    }
-    a.size = 0;
-  }
   FileRef f = make_handle(a, resp.attr(), flags, c);
   if (attr_out != nullptr) *attr_out = inodes_.merge_local(a);
   return f;

@@ -98,9 +98,6 @@ class ClientImpl : public Client {
   uint64_t next_op_id();
   // A handle of a just opened or created inode (the MDS's reply in pa).
   FileRef make_handle(const Attr& a, const proto::mds::Attr& pa, int flags, const Caller& c);
-  // Tells the MDS an open it recorded for this session is dropped again
-  // (create found a file the caller may not open as asked).
-  void undo_open(Ino ino);
   // pread and pread_to: the bytes go to sink as pieces of the client's
   // buffers, except what is read into dst when dst is not null (the caller's
   // memory, which pread's sink then need not copy).
