@@ -136,8 +136,7 @@ Status apply_option(MountConfig& m, const std::string& opt) {
   } else if (key == "pid_file") {
     m.pid_file = val;
   } else if (key == "default_permissions") {
-    m.fs.server_permissions = false;  // the kernel checks; the MDS checks too
-    m.fuse_options.push_back(opt);
+    // Always on (surge_fuse_main): the word is accepted for old fstabs.
   } else {
     m.fuse_options.push_back(opt);  // allow_other, ro, nosuid, ...: libfuse's
   }
@@ -169,7 +168,7 @@ std::string usage() {
          "  rdonly_direct_min=SIZE  what is large (default 16m; k/m/g suffixes)\n"
          "  max_read=SIZE      bytes per read request (4k..1m, default 1m)\n"
          "  log_level=L, log_file=PATH, pid_file=PATH\n"
-         "libfuse options: allow_other, default_permissions, ro, nosuid, nodev, ...\n"
+         "libfuse options: allow_other, ro, nosuid, nodev, ... (default_permissions: always)\n"
          "fstab words ignored: defaults, auto, noauto, user, _netdev, nofail, x-*\n";
 }
 

@@ -440,14 +440,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  SurgeFs& fs = fs_of(req);
-  if (fs.options().server_permissions) {
-    Status st = fs.client().access(ino, R_OK, caller_of(req));
-    if (!st.ok()) {
-      fuse_reply_err(req, err_of(st, "opendir", ino));
-      return;
-    }
-  }
+  // The kernel has checked read permission (default_permissions).
   fi->fh = 0;
   fi->cache_readdir = 0;
   fuse_reply_open(req, fi);

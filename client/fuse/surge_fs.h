@@ -5,9 +5,12 @@
 // zero: an mdtest-scale run leaves nothing behind. Open files are
 // surge::FileRef handles stored in fi->fh and closed in release.
 //
-// Credentials: every request runs with the caller's uid, gid and
-// supplementary groups (fuse_req_ctx + fuse_req_getgroups) and the MDS
-// checks permissions; the kernel's default_permissions can be added.
+// Credentials: the mount always has the kernel's default_permissions, so
+// the kernel checks the mode of every path component and of every open,
+// also of names and nodes (FIFOs, devices) it serves from its caches
+// without asking us; every request still runs with the caller's uid, gid
+// and supplementary groups (fuse_req_ctx + fuse_req_getgroups), which the
+// MDS checks again.
 #pragma once
 
 #include <fuse_lowlevel.h>
@@ -35,7 +38,6 @@ struct FsOptions {
   // max_pages allows (init_extensions.h).
   uint32_t max_read = 1u << 20;
   uint32_t max_background = 64;
-  bool server_permissions = true;     // pass access() to the MDS
   // Files opened write-only bypass the kernel page cache: the kernel hands
   // the writer's own pages to us, sparing the page-cache copy and
   // allocation that bound a streaming writer (cp, tar, dd, IOR write

@@ -89,8 +89,11 @@ int run(MountConfig& cfg, int status_fd) {
 
   std::vector<std::string> args = {"surge-fuse"};
   if (cfg.fuse_debug) args.push_back("-d");
+  // default_permissions always: without it the kernel checks no mode
+  // itself, and serves cached names beneath a directory the caller may
+  // not search, and opens of FIFOs and device nodes, without asking us.
   std::string opts = "fsname=surge:" + cfg.mds_address + ",subtype=surge" +
-                     ",max_read=" + std::to_string(cfg.fs.max_read);
+                     ",default_permissions,max_read=" + std::to_string(cfg.fs.max_read);
   for (const auto& o : cfg.fuse_options) opts += "," + o;
   args.push_back("-o");
   args.push_back(opts);
