@@ -6,10 +6,18 @@
 // piece goes to the single target its stripe names (StripeIo), and a
 // failed target fails the IO with EIO after the io timeout; replicated
 // chains and per-chain retry (docs/redundancy.md) replace that here.
+//
+// Every request names the target it is meant for; a data server that is
+// another target (its address was reused, our map is old) refuses it
+// (WrongTarget, is_refusal). Then the map is fetched again and the whole
+// IO is done again, until it is served or the io timeout has passed since
+// it began: a refusal never reaches the application while the map can
+// still tell us where the target went.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "client/lib/cluster_map_cache.h"
@@ -23,7 +31,7 @@ namespace surge::client {
 class DataPath {
  public:
   DataPath(ClusterMapCache* map, net::ChannelPool* channels, StripeIo::Options options)
-      : io_(map, channels, options) {}
+      : io_(map, channels, options), io_timeout_(options.io_timeout) {}
 
   // [offset, offset + len) of file ino from buf; returns when it is stored.
   Status write(Ino ino, const StripeLayout& layout, const void* buf, size_t len, uint64_t offset);
@@ -41,7 +49,11 @@ class DataPath {
   Status sync(Ino ino, const StripeLayout& layout);
 
  private:
+  // Runs attempt() again while it is refused, until the io timeout.
+  Status retry_refused(const std::function<Status()>& attempt, Status first);
+
   StripeIo io_;
+  std::chrono::milliseconds io_timeout_;
 };
 
 }  // namespace surge::client

@@ -44,6 +44,7 @@ net::PendingCall send_write(net::RpcChannel& ch, uint64_t object_id, const Piece
                             const std::byte* base, std::chrono::milliseconds timeout) {
   proto::ods::WriteRequest req;
   req.set_object_id(object_id);
+  req.mutable_ref()->set_target_id(p.target);  // refused if the address now serves another
   req.set_offset(p.object_offset);
   req.set_length(p.length);
   proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
@@ -70,6 +71,8 @@ bool is_connection_failure(Code c) {
 
 }  // namespace
 
+bool is_refusal(Code c) { return c == Code::kWrongTarget || c == Code::kStaleChain; }
+
 Result<std::shared_ptr<net::RpcChannel>> StripeIo::channel_for(uint32_t target_id,
                                                                std::string* addr) {
   SURGE_ASSIGN_OR_RETURN(*addr, map_->address_of(target_id));
@@ -89,6 +92,7 @@ Result<std::shared_ptr<net::RpcChannel>> StripeIo::channel_for(uint32_t target_i
 
 Status StripeIo::target_error(uint32_t target_id, const std::string& addr, const Status& st,
                               const char* what) {
+  if (is_refusal(st.code())) map_->mark_stale();  // the map we used is old: fetch it again
   if (is_connection_failure(st.code())) {
     map_->mark_stale();
     channels_->drop(addr);
@@ -172,6 +176,12 @@ std::unique_ptr<WriteBatch> StripeIo::start_write(uint64_t object_id, const Stri
 Status WriteBatch::wait() {
   if (done_) return status_;
   done_ = true;
+  finish_calls();
+  if (is_refusal(status_.code()) && on_refused_) status_ = on_refused_(status_);
+  return status_;
+}
+
+void WriteBatch::finish_calls() {
   for (auto& c : calls_) {
     proto::ods::WriteReply reply;
     Status st = net::finish_call<OdsWrite>(c.call, &reply);
@@ -182,7 +192,6 @@ Status WriteBatch::wait() {
     }
   }
   calls_.clear();
-  return status_;
 }
 
 void ReadBatch::finish_front() {
@@ -227,6 +236,7 @@ Status ReadBatch::wait() {
   if (done_) return status_;
   done_ = true;
   while (!calls_.empty()) finish_front();
+  if (is_refusal(status_.code()) && on_refused_) status_ = on_refused_(status_);
   return status_;
 }
 
@@ -240,6 +250,7 @@ void StripeIo::issue_read(ReadBatch& b, uint64_t object_id, std::byte* dst, uint
   }
   proto::ods::ReadRequest req;
   req.set_object_id(object_id);
+  req.mutable_ref()->set_target_id(target);  // refused if the address now serves another
   req.set_offset(object_offset);
   req.set_length(length);
   net::BulkRegion region{dst, length, net::BulkAccess::kServerPush};

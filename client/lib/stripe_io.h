@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 
 #include "client/lib/cluster_map_cache.h"
 #include "common/status.h"
@@ -27,16 +28,29 @@ namespace surge::client {
 
 class StripeIo;
 
+// A data server's refusal of a request made under an old map: the target
+// id it names is not the server's own (its address now serves another
+// target), or the chain version is stale. The map is marked stale; the
+// IO is worth doing again under a fresh one.
+bool is_refusal(Code c);
+
 // The pieces of one write in flight (StripeIo::start_write). wait() blocks
 // until every piece has completed and returns the first error; the data
 // servers may read the source buffer until then.
 class WriteBatch {
  public:
+  // Called by wait() when a data server refused a piece (is_refusal): its
+  // answer (the IO done again under a fresh map, DataPath) replaces the
+  // refusal.
+  using OnRefused = std::function<Status(const Status& refusal)>;
   Status wait();
   ~WriteBatch() { (void)wait(); }
+  void set_on_refused(OnRefused f) { on_refused_ = std::move(f); }
 
  private:
   friend class StripeIo;
+  void finish_calls();
+  OnRefused on_refused_;
   struct Call {
     net::PendingCall call;
     uint32_t target;
@@ -56,11 +70,14 @@ class WriteBatch {
 // write into the destination until then.
 class ReadBatch {
  public:
+  using OnRefused = std::function<Status(const Status& refusal)>;  // as WriteBatch's
   Status wait();
   ~ReadBatch() { (void)wait(); }
+  void set_on_refused(OnRefused f) { on_refused_ = std::move(f); }
 
  private:
   friend class StripeIo;
+  OnRefused on_refused_;
   struct Call {
     net::PendingCall call;
     uint32_t target;

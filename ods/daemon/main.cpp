@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 
@@ -19,6 +20,7 @@
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
 #include "common/metrics_endpoint.h"
+#include "ods/chain/chain_view.h"
 #include "ods/daemon/ods_config.h"
 #include "ods/service/ods_service.h"
 #include "ods/store/object_store.h"
@@ -64,7 +66,18 @@ int run(const OdsConfig& cfg) {
 
   OdsServiceOptions svc_opts;
   svc_opts.max_io_bytes = cfg.max_io_bytes;
-  OdsService service(**store, (*server)->pool(), svc_opts);
+  // The chain view judges every request's target id and chain version; our
+  // id is the one the MDS registration holds (0 until it registered).
+  std::atomic<MdsRegistration*> registration{nullptr};
+  ChainViewOptions cv_opts;
+  cv_opts.mds = cfg.mds;
+  cv_opts.cluster_key = *key;
+  if (cfg.listen.rfind("rdma://", 0) == 0) cv_opts.scheme = "rdma";
+  ChainView chains(cv_opts, [&registration] {
+    MdsRegistration* r = registration.load();
+    return r != nullptr ? r->target_id() : 0u;
+  });
+  OdsService service(**store, (*server)->pool(), svc_opts, &chains);
   service.register_handlers(**server);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   const std::string address = (*server)->address();
@@ -88,7 +101,9 @@ int run(const OdsConfig& cfg) {
     mo.cluster_key = *key;
     mo.heartbeat_interval_ms = cfg.heartbeat_interval_ms;
     mo.retry_ms = cfg.mds_retry_ms;
+    mo.on_map_version = [&chains](uint64_t v) { chains.note_map_version(v); };
     mds = std::make_unique<MdsRegistration>(mo, **store, [&service] { return service.load(); });
+    registration = mds.get();
     if (Status st = mds->start(); !st.ok()) {
       (*server)->stop();
       return fail(st);

@@ -119,6 +119,7 @@ Status MdsRegistration::heartbeat_once() {
   pb::TargetHeartbeatReply resp;
   Status st = ch->call<pb::MdsTargetHeartbeat>(req, &resp);
   if (!st.ok() && !ch->connected()) channels_.drop(options_.mds);
+  if (st.ok() && options_.on_map_version) options_.on_map_version(resp.map_version());
   return st;
 }
 

@@ -30,6 +30,9 @@ struct MdsRegistrationOptions {
   std::string cluster_key;
   uint32_t heartbeat_interval_ms = 0;  // 0: the MDS's choice
   uint32_t retry_ms = 1000;
+  // Called with the cluster map version of every heartbeat reply (on this
+  // class's thread), so the chain view refetches the map when it moves.
+  std::function<void(uint64_t)> on_map_version;
 };
 
 class MdsRegistration {

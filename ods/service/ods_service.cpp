@@ -56,9 +56,11 @@ Status check_bulk(net::RpcContext& ctx, net::BulkAccess want, uint64_t id, const
 
 }  // namespace
 
-OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options)
+OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options,
+                       ChainView* chains)
     : store_(store),
       options_(options),
+      chains_(chains),
       chunk_(std::min(kMaxChunk, pool.max_buffer_size())),
       admission_(options.io_buffers != 0 ? std::min(options.io_buffers, largest_class_count(pool))
                                          : largest_class_count(pool)) {
@@ -165,8 +167,20 @@ std::string OdsService::metrics_text() {
   return out;
 }
 
+Status OdsService::admit(const pb::ChunkRef& ref, const char* op) {
+  if (chains_ == nullptr) return Status::OK();
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, chains_->admit(ref, op));
+  if (place.chain_id != 0) {
+    return Status::NotSupported(std::string(op) + " of a chunk of chain " +
+                                std::to_string(place.chain_id) +
+                                ": this data server does not serve chained chunks yet");
+  }
+  return Status::OK();
+}
+
 Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::WriteReply& resp) {
   InflightGuard g(inflight_);
+  SURGE_RETURN_IF_ERROR(admit(req.ref(), "write"));
   const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
   if (id == 0) return Status::InvalidArgument("write from " + ctx.peer() + ": object id 0");
   if (len == 0) return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": length 0");
@@ -297,6 +311,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
 
 Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::ReadReply& resp) {
   InflightGuard g(inflight_);
+  SURGE_RETURN_IF_ERROR(admit(req.ref(), "read"));
   const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
   if (id == 0) return Status::InvalidArgument("read from " + ctx.peer() + ": object id 0");
   if (len > options_.max_io_bytes) {
@@ -347,11 +362,13 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
 
 Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply&) {
   InflightGuard g(inflight_);
+  SURGE_RETURN_IF_ERROR(admit(req.ref(), "truncate"));
   return store_.truncate(req.object_id(), req.size());
 }
 
 Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
   InflightGuard g(inflight_);
+  SURGE_RETURN_IF_ERROR(admit(req.ref(), "remove"));
   SURGE_ASSIGN_OR_RETURN(bool existed, store_.remove(req.object_id()));
   resp.set_existed(existed);
   return Status::OK();
@@ -359,6 +376,7 @@ Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
 
 Status OdsService::stat(const pb::StatRequest& req, pb::StatReply& resp) {
   InflightGuard g(inflight_);
+  SURGE_RETURN_IF_ERROR(admit(req.ref(), "stat"));
   SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.stat(req.object_id()));
   resp.set_size(size);
   return Status::OK();
@@ -370,6 +388,7 @@ Status OdsService::sync(const pb::SyncRequest& req, pb::SyncReply&) {
     return Status::InvalidArgument("sync of " + std::to_string(req.object_ids_size()) + " objects, the limit is " +
                                    std::to_string(options_.max_sync_ids));
   }
+  for (const auto& ref : req.refs()) SURGE_RETURN_IF_ERROR(admit(ref, "sync"));
   std::vector<uint64_t> ids(req.object_ids().begin(), req.object_ids().end());
   return store_.sync(ids);
 }

@@ -12,6 +12,12 @@
 // Handlers run on the RPC server's worker threads, so at most
 // worker_threads requests do IO at once and the rest wait in order.
 //
+// Every request's ChunkRef is judged first by the ChainView (when one is
+// given): a target id not ours, a stale chain version or a chain we are not
+// in is refused with its own code (WrongTarget, StaleChain) before anything
+// is read or stored. Chained chunks (ref.chain_id != 0) are not served yet
+// (NotSupported): ods/chain/ grows the chain forwarding that serves them.
+//
 // Write: the payload is pulled in order from offset 0 (TCP streams it),
 // chunk by chunk into pool buffers while its CRC32C is computed; only when
 // that matches the request's CRC does anything reach the store, so a
@@ -28,6 +34,7 @@
 #include "common/status.h"
 #include "net/proto/ods_methods.h"
 #include "net/rpc_server.h"
+#include "ods/chain/chain_view.h"
 #include "ods/service/io_admission.h"
 #include "ods/store/object_store.h"
 
@@ -44,7 +51,9 @@ struct OdsServiceOptions {
 class OdsService {
  public:
   // pool: the RPC server's pool (the one ctx.pool() returns).
-  OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options = {});
+  // chains (may be null: no target or chain checks) outlives the service.
+  OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options = {},
+             ChainView* chains = nullptr);
 
   void register_handlers(net::RpcServer& server);
 
@@ -70,6 +79,8 @@ class OdsService {
   size_t chunk_size() const { return chunk_; }
 
   Status counted(uint16_t method, Status st);
+  // The ChainView's verdict on a request's ref (OK without a view).
+  Status admit(const proto::ods::ChunkRef& ref, const char* op);
 
   // Metrics, by method id (1..kMaxMethod of net/proto/ods_methods.h).
   static constexpr size_t kMaxMethod = 8;
@@ -83,6 +94,7 @@ class OdsService {
 
   ObjectStore& store_;
   OdsServiceOptions options_;
+  ChainView* chains_;
   size_t chunk_;  // <= 1 MiB and <= the pool's largest buffer
   IoAdmission admission_;
   std::atomic<uint64_t> inflight_{0};

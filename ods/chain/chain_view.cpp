@@ -1,0 +1,154 @@
+#include "ods/chain/chain_view.h"
+
+#include "common/log.h"
+#include "net/proto/mds_methods.h"
+
+namespace surge::ods {
+
+namespace mds = proto::mds;
+
+namespace {
+
+std::string ref_name(const proto::ods::ChunkRef& ref, const char* op) {
+  return std::string(op) + " of chunk {ino " + std::to_string(ref.ino()) + ", slot " +
+         std::to_string(ref.slot()) + ", position " + std::to_string(ref.position()) +
+         "} of chain " + std::to_string(ref.chain_id()) + " (version " +
+         std::to_string(ref.chain_version()) + ")";
+}
+
+bool in_write_chain(mds::ChainMemberState s) {
+  return s == mds::MEMBER_SERVING || s == mds::MEMBER_SYNCING;
+}
+
+}  // namespace
+
+ChainView::ChainView(ChainViewOptions options, std::function<uint32_t()> own_id)
+    : options_(std::move(options)), own_id_(std::move(own_id)), channels_([&] {
+        net::ChannelOptions o;
+        o.cluster_key = options_.cluster_key;
+        o.connect_timeout = std::chrono::milliseconds(2000);
+        o.call_timeout = std::chrono::milliseconds(5000);
+        return o;
+      }()) {}
+
+uint64_t ChainView::map_version() const {
+  std::lock_guard lk(mu_);
+  return map_version_;
+}
+
+void ChainView::note_map_version(uint64_t version) {
+  if (version <= map_version()) return;
+  Status st = refresh();
+  if (!st.ok()) SLOG_WARN("chain view: {}", st.ToString());
+}
+
+Status ChainView::refresh() {
+  if (options_.mds.empty()) return Status::Unavailable("no MDS configured: no chain table");
+  std::lock_guard fl(fetch_mu_);
+  auto ch = channels_.get(options_.mds);
+  if (!ch.ok()) {
+    return ch.status().WithContext("fetching the chain table from the MDS at " + options_.mds);
+  }
+  mds::GetClusterMapRequest req;
+  req.set_known_version(map_version());
+  mds::GetClusterMapReply resp;
+  Status st = (*ch)->call<mds::MdsGetClusterMap>(req, &resp);
+  if (!st.ok()) {
+    if (!(*ch)->connected()) channels_.drop(options_.mds);
+    return st.WithContext("fetching the chain table from the MDS at " + options_.mds);
+  }
+  std::unordered_map<uint32_t, mds::Chain> chains;
+  for (const auto& c : resp.map().chains().chains()) chains[c.chain_id()] = c;
+  std::unordered_map<uint32_t, std::string> addresses;
+  for (const auto& t : resp.map().targets()) {
+    std::string a = t.address();
+    if (a.find("://") == std::string::npos) a = options_.scheme + "://" + a;
+    addresses[t.target_id()] = std::move(a);
+  }
+  std::lock_guard lk(mu_);
+  if (resp.map().version() < map_version_) return Status::OK();  // a newer one won
+  map_version_ = resp.map().version();
+  chains_ = std::move(chains);
+  addresses_ = std::move(addresses);
+  return Status::OK();
+}
+
+Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const {
+  auto it = chains_.find(chain_id);
+  if (it == chains_.end()) {
+    return Status::WrongTarget("chain " + std::to_string(chain_id) + " is not in the table (map " +
+                               std::to_string(map_version_) + ") of target " + std::to_string(me));
+  }
+  const mds::Chain& c = it->second;
+  ChainPlace p;
+  p.chain_id = chain_id;
+  p.version = c.version();
+  int mine = -1, first = -1, last = -1, last_serving = -1;
+  for (int i = 0; i < c.members_size(); ++i) {
+    const auto& m = c.members(i);
+    if (!in_write_chain(m.state())) continue;
+    if (first < 0) first = i;
+    last = i;
+    if (m.state() == mds::MEMBER_SERVING) last_serving = i;
+    if (m.target_id() == me) mine = i;
+  }
+  if (mine < 0) {
+    return Status::WrongTarget("target " + std::to_string(me) +
+                               " is not in the write chain of chain " + std::to_string(chain_id) +
+                               " (version " + std::to_string(c.version()) + ")");
+  }
+  p.state = c.members(mine).state();
+  p.head = mine == first;
+  p.tail = mine == last;
+  p.last_serving = mine == last_serving;
+  for (int i = mine + 1; i < c.members_size(); ++i) {
+    if (!in_write_chain(c.members(i).state())) continue;
+    p.successor = c.members(i).target_id();
+    auto a = addresses_.find(p.successor);
+    if (a != addresses_.end()) p.successor_address = a->second;
+    break;
+  }
+  return p;
+}
+
+Result<ChainPlace> ChainView::admit(const proto::ods::ChunkRef& ref, const char* op) {
+  const uint32_t me = own_id_();
+  // A server that has an MDS but no id yet (it has not registered since it
+  // started) is no target yet: it refuses, and the sender tries again. One
+  // without an MDS cannot judge; neither can a sender that names no target.
+  if (me == 0 && ref.target_id() != 0 && !options_.mds.empty()) {
+    return Status::WrongTarget(
+        ref_name(ref, op) + " is meant for target " + std::to_string(ref.target_id()) +
+        "; this data server has not registered with the MDS at " + options_.mds + " yet");
+  }
+  if (me != 0 && ref.target_id() != 0 && ref.target_id() != me) {
+    return Status::WrongTarget(ref_name(ref, op) + " is meant for target " +
+                               std::to_string(ref.target_id()) + ", this is target " +
+                               std::to_string(me));
+  }
+  if (ref.chain_id() == 0) return ChainPlace{};
+  for (int attempt = 0;; ++attempt) {
+    {
+      std::lock_guard lk(mu_);
+      auto it = chains_.find(ref.chain_id());
+      if (it != chains_.end() && ref.chain_version() < it->second.version()) {
+        return Status::StaleChain(ref_name(ref, op) + ": target " + std::to_string(me) +
+                                  " holds chain version " + std::to_string(it->second.version()));
+      }
+      if (it != chains_.end() && ref.chain_version() == it->second.version()) {
+        return place_locked(ref.chain_id(), me);
+      }
+      if (attempt > 0) {
+        if (it == chains_.end()) return place_locked(ref.chain_id(), me);  // WrongTarget
+        return Status::Unavailable(
+            ref_name(ref, op) + ": target " + std::to_string(me) + " knows only chain version " +
+            std::to_string(it->second.version()) + " (map " + std::to_string(map_version_) + ")");
+      }
+    }
+    // Newer than ours, or a chain we do not know: ask the MDS, judge again.
+    Status st = refresh();
+    if (!st.ok()) return Status::Unavailable(ref_name(ref, op) + ": " + st.ToString());
+  }
+}
+
+}  // namespace surge::ods

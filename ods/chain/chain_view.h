@@ -1,0 +1,87 @@
+// ChainView: this data server's copy of the MDS's chain table, and the
+// judge of every request's ChunkRef against it (docs/redundancy.md, "What
+// every data-server request carries, and the refusals").
+//
+// The table comes from the MDS's cluster map (MdsGetClusterMap): fetched
+// when the map version in a heartbeat reply moves past the one held, and
+// when a request names a chain version newer than ours (or a chain we do
+// not know). A request is refused, with a code of its own and never served
+// under a stale map or a reused address, when:
+//   * ref.target_id is set and is not our own id: WrongTarget (a client or
+//     peer with a stale map, or our address reused by another target). A
+//     server with an MDS that has not registered since it started is no
+//     target yet and refuses too; one started without an MDS (tests, a
+//     standalone store) does not check;
+//   * it names a chain that, after a fresh fetch, does not list us as a
+//     member in the write chain (SERVING or SYNCING): WrongTarget;
+//   * its chain version is older than ours: StaleChain;
+//   * its chain version is newer than ours even after a fetch (the MDS is
+//     unreachable or behind): Unavailable.
+// Legacy requests (chain_id 0) get only the target check. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/status.h"
+#include "net/proto/mds.pb.h"
+#include "net/proto/ods.pb.h"
+#include "net/rpc_channel.h"
+
+namespace surge::ods {
+
+// Where this server stands in one chain, under one chain version.
+struct ChainPlace {
+  uint32_t chain_id = 0;
+  uint64_t version = 0;
+  proto::mds::ChainMemberState state = proto::mds::MEMBER_UNKNOWN;
+  bool head = false;          // first of the write chain
+  bool tail = false;          // last of the write chain
+  bool last_serving = false;  // the last SERVING member (serves dirty chunks)
+  uint32_t successor = 0;     // next member of the write chain (0: we are the tail)
+  std::string successor_address;
+};
+
+struct ChainViewOptions {
+  std::string mds;  // "" : no MDS, so no chains (every chained request is refused)
+  std::string cluster_key;
+  std::string scheme = "tcp";  // of peer addresses without one
+};
+
+class ChainView {
+ public:
+  // own_id: this server's target id as the MDS assigned it (0 until then).
+  ChainView(ChainViewOptions options, std::function<uint32_t()> own_id);
+
+  // A heartbeat reply said the cluster map is at `version`: fetch it when
+  // ours is older (on the caller's thread: the heartbeat's).
+  void note_map_version(uint64_t version);
+  // Fetches the map from the MDS now.
+  Status refresh();
+
+  // Judges ref for operation `op` ("write", "read", ...; for messages).
+  // Legacy refs (chain_id 0): OK or WrongTarget; place is left empty.
+  // Chained: this server's place in the chain under the ref's version.
+  Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op);
+
+  uint64_t map_version() const;
+
+ private:
+  // Under mu_: our place in chain_id, or WrongTarget.
+  Result<ChainPlace> place_locked(uint32_t chain_id, uint32_t me) const;
+
+  ChainViewOptions options_;
+  std::function<uint32_t()> own_id_;
+  net::ChannelPool channels_;
+  std::mutex fetch_mu_;  // one fetch at a time
+  mutable std::mutex mu_;
+  uint64_t map_version_ = 0;
+  std::unordered_map<uint32_t, proto::mds::Chain> chains_;
+  std::unordered_map<uint32_t, std::string> addresses_;  // target id -> address
+};
+
+}  // namespace surge::ods
