@@ -93,6 +93,20 @@ class ObjectStore {
   // only_if_size: do nothing unless the object is exactly that long (a
   // writer undoing its own extension without cutting what another added).
   Status truncate(uint64_t id, uint64_t size, std::optional<uint64_t> only_if_size = std::nullopt);
+  // fallocate on the range [offset, offset + length) of an object
+  // (object_fallocate.cpp), the CRC sidecar kept in step:
+  //   kReserve: allocates the range (data and the sidecar entries its
+  //     blocks will need), so a later write of it does not fail for space.
+  //   kPunch: frees the range; it reads as zeros. Always keeps the size.
+  //   kZero: the range reads as zeros and stays allocated.
+  // Blocks the range covers whole get the zero-block CRC; a partly covered
+  // block at either edge is verified first (Corruption if it fails: its
+  // bad bytes must not get a fresh CRC) and re-checksummed after. Without
+  // keep_size (not for kPunch) the object grows to offset + length.
+  // NoSpace when the disk cannot hold the range; NotSupported when the
+  // data directory's file system cannot punch.
+  enum class SpaceOp { kReserve, kPunch, kZero };
+  Status fallocate(uint64_t id, uint64_t offset, uint64_t length, SpaceOp op, bool keep_size);
   // Idempotent; true when the object existed.
   Result<bool> remove(uint64_t id);
   // Size, NotFound when the object does not exist.
