@@ -42,6 +42,7 @@ Result<std::unique_ptr<ClusterMap>> ClusterMap::Load(KvStore* kv, uint64_t fs_id
                                    return true;
                                  }));
   SURGE_RETURN_IF_ERROR(bad);
+  SURGE_RETURN_IF_ERROR_CTX(m->chains_.load(kv), "loading the chain table");
   // A restart counts as a change: clients refetch.
   std::lock_guard lk(m->mu_);
   ++m->version_;
@@ -60,6 +61,7 @@ Status ClusterMap::persist_locked(const TargetInfo* t) {
   if (t != nullptr) {
     b.put(Space::kSystem, keys::target(t->target_id()), t->SerializeAsString());
   }
+  if (chains_.dirty()) chains_.persist(b);
   return kv_->commit(b);
 }
 
@@ -71,6 +73,7 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
   }
   std::lock_guard lk(mu_);
   uint32_t id = req.target_id();
+  const bool first_time = id == 0 || targets_.count(id) == 0;
   if (id == 0) {
     id = next_id_++;
   } else if (id >= next_id_) {
@@ -86,6 +89,12 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
   t.set_state(alive_state(t));
   t.set_last_heartbeat_ms(now_ms());
   if (changed) ++version_;
+  if (first_time) {
+    std::vector<uint32_t> ids;
+    for (const auto& [tid, info] : targets_) ids.push_back(tid);
+    if (chains_.reform_all(ids, now_ms())) ++version_;
+  }
+  reconcile_chains_locked(now_ms());
   SURGE_RETURN_IF_ERROR(persist_locked(&t));
   SLOG_INFO("target {} registered at {} ({} of {} bytes free), map version {}", id, req.address(),
             req.free_bytes(), req.capacity_bytes(), version_);
@@ -116,6 +125,7 @@ Result<proto::mds::TargetHeartbeatReply> ClusterMap::heartbeat(
     t.set_state(alive_state(t));
     ++version_;
     SLOG_INFO("target {} at {} is up again, map version {}", t.target_id(), t.address(), version_);
+    reconcile_chains_locked(now_ms());
     SURGE_RETURN_IF_ERROR(persist_locked(nullptr));
   }
   proto::mds::TargetHeartbeatReply r;
@@ -128,7 +138,13 @@ proto::mds::ClusterMap ClusterMap::snapshot() const {
   proto::mds::ClusterMap m;
   m.set_version(version_);
   m.set_fs_id(fs_id_);
-  for (const auto& [id, t] : targets_) *m.add_targets() = t;
+  for (const auto& [id, t] : targets_) {
+    TargetInfo* out = m.add_targets();
+    *out = t;
+    out->set_chain_memberships(chains_.memberships(id));
+    out->set_drained(t.draining() && out->chain_memberships() == 0);
+  }
+  chains_.fill(m.mutable_chains());
   return m;
 }
 
@@ -160,8 +176,16 @@ Result<TargetInfo> ClusterMap::set_draining(uint32_t target_id, bool draining) {
   }
   t = next;
   SLOG_INFO("target {} at {} {}, map version {}", target_id, t.address(),
-            draining ? "draining: no new layouts" : "no longer draining", version_);
-  return t;
+            draining ? "draining: no new layouts, its chains move off it" : "no longer draining",
+            version_);
+  if (reconcile_chains_locked(now_ms())) {
+    Status ps = persist_locked(nullptr);
+    if (!ps.ok()) SLOG_ERROR("persisting the chain table: {}", ps.ToString());
+  }
+  TargetInfo shown = t;
+  shown.set_chain_memberships(chains_.memberships(target_id));
+  shown.set_drained(shown.draining() && shown.chain_memberships() == 0);
+  return shown;
 }
 
 ClusterMap::StateCounts ClusterMap::state_counts() const {
@@ -191,8 +215,11 @@ int ClusterMap::mark_silent_down(uint64_t now) {
                 now - t.last_heartbeat_ms());
     }
   }
-  if (n > 0) {
-    ++version_;
+  if (n > 0) ++version_;
+  // Every pass also lets the chains catch up: members of dead targets go
+  // offline, absent ones are replaced when their time is up.
+  const bool chains_changed = reconcile_chains_locked(now);
+  if (n > 0 || chains_changed) {
     Status s = persist_locked(nullptr);
     if (!s.ok()) SLOG_ERROR("persisting cluster map version: {}", s.ToString());
   }
@@ -202,43 +229,49 @@ int ClusterMap::mark_silent_down(uint64_t now) {
 Result<proto::mds::Layout> ClusterMap::pick_layout(uint32_t stripe_size, uint32_t stripe_count) {
   std::lock_guard lk(mu_);
   std::vector<const TargetInfo*> up;
+  size_t full = 0;
   for (const auto& [id, t] : targets_) {
-    if (t.state() == proto::mds::TARGET_UP) up.push_back(&t);
+    if (t.state() != proto::mds::TARGET_UP) continue;
+    if (t.free_bytes() < opts_.min_free_bytes) {
+      ++full;
+      continue;
+    }
+    up.push_back(&t);
   }
   if (up.empty()) {
     size_t draining = 0;
     for (const auto& [id, t] : targets_) draining += t.state() == proto::mds::TARGET_DRAINING;
-    return Status::NoSpace("no data server is up: cannot place a new file (" +
-                           std::to_string(targets_.size()) + " known, none up, " +
-                           std::to_string(draining) + " draining)");
+    if (full == 0) {
+      return Status::NoSpace("no data server is up: cannot place a new file (" +
+                             std::to_string(targets_.size()) + " known, none up, " +
+                             std::to_string(draining) + " draining)");
+    }
+    return Status::NoSpace("no data server can take a new file: " + std::to_string(full) +
+                           " up but full (free below " + std::to_string(opts_.min_free_bytes) +
+                           " bytes), " + std::to_string(draining) + " draining, of " +
+                           std::to_string(targets_.size()) + " known");
   }
   const uint32_t count = std::clamp<uint32_t>(stripe_count, 1, static_cast<uint32_t>(up.size()));
-  // Smooth weighted round robin (weight = free MiB, at least 1): every pick
-  // credits each candidate its weight and takes the richest, which then
-  // pays the total; over many files each target's share follows its weight
-  // and consecutive files start on different targets.
-  std::vector<int64_t> weight(up.size());
+  // The first slot by smooth weighted round robin (weight = free MiB, at
+  // least 1: every pick credits each candidate its weight and takes the
+  // richest, which then pays the total), the others the next targets in id
+  // order after it. So consecutive files start on consecutive targets, and
+  // a small file's one stripe lands on every target in turn, in proportion
+  // to its free space.
+  int64_t total = 0;
+  size_t first = 0;
   for (size_t i = 0; i < up.size(); ++i) {
-    weight[i] = std::max<int64_t>(1, static_cast<int64_t>(up[i]->free_bytes() >> 20));
+    const int64_t w = std::max<int64_t>(1, static_cast<int64_t>(up[i]->free_bytes() >> 20));
+    int64_t& c = rr_credit_[up[i]->target_id()];
+    c += w;
+    total += w;
+    if (c > rr_credit_[up[first]->target_id()]) first = i;
   }
+  rr_credit_[up[first]->target_id()] -= total;
   proto::mds::Layout l;
   l.set_stripe_size(stripe_size);
   l.set_stripe_count(count);
-  std::vector<bool> taken(up.size(), false);
-  for (uint32_t k = 0; k < count; ++k) {
-    int64_t total = 0;
-    size_t best = up.size();
-    for (size_t i = 0; i < up.size(); ++i) {
-      if (taken[i]) continue;
-      int64_t& c = rr_credit_[up[i]->target_id()];
-      c += weight[i];
-      total += weight[i];
-      if (best == up.size() || c > rr_credit_[up[best]->target_id()]) best = i;
-    }
-    rr_credit_[up[best]->target_id()] -= total;
-    taken[best] = true;
-    l.add_targets(up[best]->target_id());
-  }
+  for (uint32_t k = 0; k < count; ++k) l.add_targets(up[(first + k) % up.size()]->target_id());
   return l;
 }
 

@@ -8,17 +8,23 @@
 // silent for longer than the timeout is DOWN and gets no new layouts. A
 // target an administrator drains (TargetInfo.draining, persisted) is
 // DRAINING while alive and DOWN when silent; only UP targets get layouts.
+// The chain table (ChainTable, docs/redundancy.md) lives here too, under
+// the same lock, so a target's state and its chains change together, in
+// one persisted batch, and every chain change bumps the map version.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
+#include "mds/cluster/chain_table.h"
 #include "mds/kv/kv_store.h"
 #include "net/proto/mds.pb.h"
 
@@ -27,6 +33,14 @@ namespace surge::mds {
 struct ClusterMapOptions {
   uint32_t heartbeat_interval_ms = 1000;  // told to data servers
   uint32_t target_timeout_ms = 10000;     // silent this long: DOWN
+  uint64_t min_free_bytes = 256ull << 20;  // below: full, no new placement
+  ChainTableOptions chains;
+};
+
+struct ChainHead {
+  uint32_t target_id = 0;
+  std::string address;
+  uint64_t chain_version = 0;
 };
 
 class ClusterMap {
@@ -48,10 +62,36 @@ class ClusterMap {
   // Marks targets silent past the timeout DOWN; returns how many changed.
   int mark_silent_down(uint64_t now_ms);
 
-  // stripe_count distinct UP targets (clamped to how many are UP), chosen
-  // round robin weighted by free space; DOWN and DRAINING targets never.
-  // NoSpace when none is UP.
+  // A format 1 layout: stripe_count distinct UP targets (clamped to how
+  // many can take it), the first chosen round robin weighted by free space,
+  // the rest following it in id order; DOWN, DRAINING and full targets
+  // (free below min_free_bytes) never. NoSpace when none can take it.
   Result<proto::mds::Layout> pick_layout(uint32_t stripe_size, uint32_t stripe_count);
+
+  // ---- chains (cluster_map_chains.cpp) ----
+
+  // Placement of a format 2 layout: stripe_count chains of shape (fewer
+  // when fewer are placeable), forming the chains of that shape first if
+  // the table has none. NoSpace when no chain can take a new file.
+  Result<proto::mds::Layout> pick_chain_layout(uint32_t stripe_size, uint32_t stripe_count,
+                                               const ChainShape& shape);
+  // A client or data server could not reach target_id. probe asks the
+  // target itself (outside the lock); when it fails too, the target is
+  // DOWN at once and leaves its chains. Returns the target's state after.
+  using Probe = std::function<Status(const std::string& address)>;
+  Result<proto::mds::ReportTargetFailureReply> report_target_failure(
+      const proto::mds::ReportTargetFailureRequest& req, const Probe& probe);
+  // A resync source's progress or end (ChainTable::sync_report).
+  Result<proto::mds::ReportChainSyncReply> report_chain_sync(
+      const proto::mds::ReportChainSyncRequest& req);
+  // The chains a layout names, as the map holds them now (getstripe).
+  std::vector<proto::mds::Chain> chains_named(const proto::mds::Layout& layout) const;
+  // The head of a chain (its first SERVING member) with its address and
+  // the chain's version: where the MDS sends a chunk's truncate or removal.
+  // NotFound for an unknown chain, Unavailable when no member serves.
+  Result<ChainHead> chain_head(uint32_t chain_id) const;
+  // Registered target ids, for formation and admin checks.
+  uint32_t target_count() const;
 
   // Address of a target that is not DOWN; nullopt otherwise.
   std::optional<std::string> live_address(uint32_t target_id) const;
@@ -67,8 +107,14 @@ class ClusterMap {
   static uint64_t now_ms();
 
  private:
-  ClusterMap(KvStore* kv, uint64_t fs_id, ClusterMapOptions o) : kv_(kv), fs_id_(fs_id), opts_(o) {}
+  ClusterMap(KvStore* kv, uint64_t fs_id, ClusterMapOptions o)
+      : kv_(kv), fs_id_(fs_id), opts_(o), chains_(o.chains) {}
   Status persist_locked(const proto::mds::TargetInfo* t);  // plus version (and hwm)
+  // The targets as the chain table sees them.
+  std::vector<TargetView> views_locked() const;
+  // Runs the chain table's reconcile; bumps the map version when chains
+  // changed. Callers persist.
+  bool reconcile_chains_locked(uint64_t now);
   // The state of a target that is alive: UP, or DRAINING when marked so.
   static proto::mds::TargetState alive_state(const proto::mds::TargetInfo& t) {
     return t.draining() ? proto::mds::TARGET_DRAINING : proto::mds::TARGET_UP;
@@ -82,6 +128,7 @@ class ClusterMap {
   std::map<uint32_t, int64_t> rr_credit_;  // smooth weighted round robin state
   uint32_t next_id_ = 1;
   uint64_t version_ = 1;
+  ChainTable chains_;
 };
 
 }  // namespace surge::mds

@@ -2,6 +2,8 @@
 #include "mds/cluster/orphan_collector.h"
 
 #include "common/log.h"
+#include "mds/cluster/file_chunks.h"
+#include "mds/namespace/record_wire.h"
 
 namespace surge::mds {
 
@@ -34,19 +36,13 @@ Result<CollectStats> OrphanCollector::collect_once() {
     SURGE_ASSIGN_OR_RETURN(bool found, ns_->orphan_record(ino, &rec));
     bool removed_all = true;
     if (found && rec.attr().has_layout()) {
-      for (uint32_t target : rec.attr().layout().targets()) {
-        auto addr = map_->live_address(target);
-        if (!addr) {
-          removed_all = false;
-          SLOG_DEBUG("orphan {}: data server {} is down, retrying later", ino, target);
-          break;
-        }
-        Status s = objects_->remove(target, *addr, ino);
-        if (!s.ok()) {
-          removed_all = false;
-          SLOG_WARN("orphan {}: removing its object on target {} at {}: {}", ino, target, *addr,
-                    s.ToString());
-          break;
+      Status s = remove_file_data(to_wire(rec.attr().layout()), ino, *map_, *objects_);
+      if (!s.ok()) {
+        removed_all = false;
+        if (s.code() == Code::kUnavailable) {
+          SLOG_DEBUG("orphan {}: {}; retrying later", ino, s.ToString());
+        } else {
+          SLOG_WARN("orphan {}: removing its data: {}", ino, s.ToString());
         }
       }
     }

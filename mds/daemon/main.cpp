@@ -80,6 +80,9 @@ int run(const MdsConfig& cfg) {
   ClusterMapOptions mopts;
   mopts.heartbeat_interval_ms = cfg.target_heartbeat_interval_ms;
   mopts.target_timeout_ms = cfg.target_timeout_ms;
+  mopts.min_free_bytes = cfg.target_min_free_bytes;
+  mopts.chains.strides = cfg.chain_strides;
+  mopts.chains.replace_after_ms = cfg.chain_replace_after_ms;
   auto map = ClusterMap::Load(dd->kv.get(), dd->fs_id, mopts);
   if (!map.ok()) return fail(map.status());
 
@@ -87,12 +90,14 @@ int run(const MdsConfig& cfg) {
   sopts.heartbeat_interval_ms = cfg.session_heartbeat_interval_ms;
   sopts.session_timeout_ms = cfg.session_timeout_ms;
   SessionTable sessions(sopts);
-  RpcObjectTargets objects(*key, std::chrono::milliseconds(cfg.target_rpc_timeout_ms));
+  RpcObjectTargets objects(*key, std::chrono::milliseconds(cfg.target_rpc_timeout_ms),
+                           std::chrono::milliseconds(cfg.chain_failure_probe_ms));
 
   NamespaceOptions nopts;
   nopts.default_stripe_size = cfg.default_stripe_size;
   nopts.default_stripe_count = cfg.default_stripe_count;
   nopts.max_readdir_entries = cfg.readdir_max_entries;
+  nopts.default_replicas = cfg.default_replicas;
   auto ns = Namespace::Open(dd->kv.get(), map->get(), &sessions, &objects, nopts);
   if (!ns.ok()) return fail(ns.status());
 
@@ -109,7 +114,7 @@ int run(const MdsConfig& cfg) {
   auto server = net::RpcServer::Create(sv);
   if (!server.ok()) return fail(server.status());
   MdsMetrics metrics;
-  register_mds_handlers(**server, **ns, **map, sessions, &metrics);
+  register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
 
   std::unique_ptr<MetricsEndpoint> metrics_http;

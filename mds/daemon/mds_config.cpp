@@ -27,11 +27,17 @@ std::map<std::string, std::map<std::string, Field>> fields(MdsConfig& c) {
       {"namespace",
        {{"default_stripe_size", &c.default_stripe_size},
         {"default_stripe_count", &c.default_stripe_count},
-        {"readdir_max_entries", &c.readdir_max_entries}}},
+        {"readdir_max_entries", &c.readdir_max_entries},
+        {"default_replicas", &c.default_replicas}}},
       {"targets",
        {{"heartbeat_interval_ms", &c.target_heartbeat_interval_ms},
         {"timeout_ms", &c.target_timeout_ms},
-        {"rpc_timeout_ms", &c.target_rpc_timeout_ms}}},
+        {"rpc_timeout_ms", &c.target_rpc_timeout_ms},
+        {"min_free_bytes", &c.target_min_free_bytes}}},
+      {"chains",
+       {{"strides", &c.chain_strides},
+        {"failure_probe_ms", &c.chain_failure_probe_ms},
+        {"replace_after_ms", &c.chain_replace_after_ms}}},
       {"sessions",
        {{"heartbeat_interval_ms", &c.session_heartbeat_interval_ms},
         {"timeout_ms", &c.session_timeout_ms}}},
@@ -123,6 +129,10 @@ Status validate_config(const MdsConfig& c) {
         "sessions.timeout_ms must exceed sessions.heartbeat_interval_ms");
   }
   if (c.orphan_interval_ms < 1) return Status::InvalidArgument("orphans.interval_ms must be >= 1");
+  if (c.chain_strides < 1) return Status::InvalidArgument("chains.strides must be >= 1");
+  if (c.chain_failure_probe_ms < 1) {
+    return Status::InvalidArgument("chains.failure_probe_ms must be >= 1");
+  }
   return Status::OK();
 }
 

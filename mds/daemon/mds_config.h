@@ -28,10 +28,16 @@ struct MdsConfig {
   uint32_t default_stripe_size = 1 << 20;
   uint32_t default_stripe_count = 4;
   uint32_t readdir_max_entries = 4096;
+  uint32_t default_replicas = 0;  // 0: format 1 layouts (docs/redundancy.md, "Rollout")
   // [targets]
   uint32_t target_heartbeat_interval_ms = 1000;
   uint32_t target_timeout_ms = 10000;
   uint32_t target_rpc_timeout_ms = 10000;
+  uint64_t target_min_free_bytes = 256ull << 20;
+  // [chains]
+  uint32_t chain_strides = 4;
+  uint32_t chain_failure_probe_ms = 500;
+  uint64_t chain_replace_after_ms = 600000;
   // [sessions]
   uint32_t session_heartbeat_interval_ms = 2000;
   uint32_t session_timeout_ms = 30000;

@@ -12,14 +12,21 @@ namespace surge::mds {
 
 class RpcObjectTargets : public ObjectTargets {
  public:
-  RpcObjectTargets(const std::string& cluster_key, std::chrono::milliseconds timeout);
+  // probe_timeout bounds probe(): connecting and one OdsStatFs.
+  RpcObjectTargets(const std::string& cluster_key, std::chrono::milliseconds timeout,
+                   std::chrono::milliseconds probe_timeout = std::chrono::milliseconds(500));
   Status truncate(uint32_t target_id, const std::string& address, uint64_t object_id,
                   uint64_t size) override;
   Status remove(uint32_t target_id, const std::string& address, uint64_t object_id) override;
+  Status probe(const std::string& address) override;
+  Status truncate_chunk(const ChunkAddress& chunk, uint64_t size) override;
+  Status remove_chunk(const ChunkAddress& chunk) override;
 
  private:
   net::ChannelPool pool_;
+  net::ChannelPool probe_pool_;  // its own short connect deadline
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds probe_timeout_;
 };
 
 }  // namespace surge::mds

@@ -99,6 +99,11 @@ std::string target(uint32_t id) {
   put_be32(k, id);
   return k;
 }
+std::string chain(uint32_t id) {
+  std::string k(kChainPrefix);
+  put_be32(k, id);
+  return k;
+}
 std::string orphan(uint64_t ino) {
   std::string k(kOrphanPrefix);
   put_be64(k, ino);

@@ -59,6 +59,13 @@ inline constexpr std::string_view kOrphanPrefix = "o/";
 inline constexpr std::string_view kOrphanEnd = "o0";
 std::string target(uint32_t id);
 std::string orphan(uint64_t ino);
+// The chain table (ChainTable): chain id -> Chain record, its version and
+// the chain id high-water mark.
+inline constexpr std::string_view kChainPrefix = "c/";
+inline constexpr std::string_view kChainEnd = "c0";
+inline constexpr std::string_view kChainVersion = "chain_version";
+inline constexpr std::string_view kChainHwm = "chain_hwm";
+std::string chain(uint32_t id);
 // Done ops (see Namespace::op_done): op id -> when, and when + op id -> "".
 inline constexpr std::string_view kDoneOpPrefix = "r/";
 inline constexpr std::string_view kDoneOpByTimePrefix = "rt/";

@@ -14,12 +14,13 @@
 #include "common/log.h"
 #include "mds/namespace/errors.h"
 #include "mds/namespace/permissions.h"
+#include "mds/namespace/record_wire.h"
+#include "mds/namespace/store_format.h"
 #include "net/proto/mds_methods.h"
 
 namespace surge::mds {
 
 namespace {
-constexpr const char* kFormatVersion = "1";
 constexpr uint32_t kMaxLinks = 65000;
 constexpr int kMaxAttempts = 100;
 
@@ -81,8 +82,9 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
     a->set_ctime_ns(now);
     a->set_generation(1);
     root.set_parent(proto::mds::kRootIno);
+    root.set_format_version(kRecordFormatVersion);
     KvBatch b;
-    b.put(Space::kSystem, std::string(keys::kFormat), kFormatVersion);
+    b.put(Space::kSystem, std::string(keys::kFormat), std::string(kStoreFormat));
     std::string v;
     keys::put_be64(v, id);
     b.put(Space::kSystem, std::string(keys::kFsId), v);
@@ -97,10 +99,7 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
   if (!format || !fsid || fsid->size() != 8) {
     return Status::Corruption("metadata store is damaged: file system id or format marker missing");
   }
-  if (*format != kFormatVersion) {
-    return Status::Corruption("metadata store has format '" + *format +
-                              "', this surge-mds reads '" + kFormatVersion + "'");
-  }
+  SURGE_RETURN_IF_ERROR(migrate_store(kv, *format));
   const uint64_t id = keys::get_be64(*fsid);
   if (expect_fs_id != 0 && id != expect_fs_id) {
     char buf[128];
@@ -178,7 +177,13 @@ Result<std::optional<keys::DentryValue>> Namespace::find(uint64_t parent, const 
 }
 
 void Namespace::put_inode(KvBatch& b, const records::InodeRecord& r) {
-  b.put(Space::kInodes, keys::inode(r.attr().ino()), r.SerializeAsString());
+  if (r.format_version() == kRecordFormatVersion) {
+    b.put(Space::kInodes, keys::inode(r.attr().ino()), r.SerializeAsString());
+    return;
+  }
+  records::InodeRecord stamped = r;
+  stamped.set_format_version(kRecordFormatVersion);
+  b.put(Space::kInodes, keys::inode(r.attr().ino()), stamped.SerializeAsString());
 }
 
 Result<bool> Namespace::dir_empty(uint64_t ino) {
@@ -209,6 +214,10 @@ Result<pb::Layout> Namespace::effective_dir_layout(const records::InodeRecord& d
   pb::Layout l;
   l.set_stripe_size(opts_.default_stripe_size);
   l.set_stripe_count(opts_.default_stripe_count);
+  if (opts_.default_replicas != 0) {
+    l.set_scheme(pb::SCHEME_REPLICAS);
+    l.set_replicas(opts_.default_replicas);
+  }
   // New directories copy their parent's default, so the nearest directory
   // that has one is the answer; walk up for directories made before it was set.
   records::InodeRecord cur = dir;
@@ -219,6 +228,12 @@ Result<pb::Layout> Namespace::effective_dir_layout(const records::InodeRecord& d
       }
       if (cur.default_layout().stripe_count() != 0) {
         l.set_stripe_count(cur.default_layout().stripe_count());
+      }
+      if (cur.default_layout().scheme() != 0) {
+        l.set_scheme(static_cast<pb::RedundancyScheme>(cur.default_layout().scheme()));
+        l.set_replicas(cur.default_layout().replicas());
+        l.set_ec_data(cur.default_layout().ec_data());
+        l.set_ec_parity(cur.default_layout().ec_parity());
       }
       return l;
     }
@@ -231,16 +246,39 @@ Result<pb::Layout> Namespace::effective_dir_layout(const records::InodeRecord& d
   return l;
 }
 
+Result<pb::Layout> Namespace::place(const pb::Layout& want, uint64_t ino) {
+  if (want.scheme() == pb::SCHEME_UNSET) {
+    return map_->pick_layout(want.stripe_size(), want.stripe_count());
+  }
+  ChainShape shape;
+  shape.scheme = want.scheme();
+  shape.replicas = want.replicas();
+  shape.ec_data = want.ec_data();
+  shape.ec_parity = want.ec_parity();
+  if (shape.scheme == pb::SCHEME_REPLICAS) {
+    // Fewer data servers than copies wanted: as many copies as there are
+    // servers (setstripe refuses more than that, so only the default
+    // meets this).
+    const uint32_t targets = map_->target_count();
+    if (targets != 0 && shape.replicas > targets) {
+      SLOG_WARN("new file {}: {} replicas wanted, {} data servers registered: {} replicas", ino,
+                shape.replicas, targets, targets);
+      shape.replicas = targets;
+    }
+  }
+  return map_->pick_chain_layout(want.stripe_size(), want.stripe_count(), shape);
+}
+
 Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
                                    const std::string& name, uint32_t mode, uint64_t rdev,
                                    const std::string& symlink, uint64_t op_id, KvBatch& b,
                                    records::InodeRecord* child) {
   const uint32_t type = mode & S_IFMT;
-  pb::Attr* pa = parent.mutable_attr();
+  records::StoredAttr* pa = parent.mutable_attr();
   SURGE_ASSIGN_OR_RETURN(uint64_t ino, alloc_ino());
   const uint64_t now = now_ns();
   child->Clear();
-  pb::Attr* a = child->mutable_attr();
+  records::StoredAttr* a = child->mutable_attr();
   a->set_ino(ino);
   uint32_t perm = mode & 07777;
   uint32_t gid = cred.gid();
@@ -261,9 +299,8 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   if (op_id != 0) child->set_creator_op(op_id);
   if (type == S_IFREG) {
     SURGE_ASSIGN_OR_RETURN(pb::Layout want, effective_dir_layout(parent));
-    SURGE_ASSIGN_OR_RETURN(pb::Layout l,
-                           map_->pick_layout(want.stripe_size(), want.stripe_count()));
-    *a->mutable_layout() = std::move(l);
+    SURGE_ASSIGN_OR_RETURN(pb::Layout l, place(want, ino));
+    *a->mutable_layout() = to_stored(l);
   } else if (type == S_IFDIR) {
     child->set_parent(pa->ino());
     if (parent.has_default_layout()) *child->mutable_default_layout() = parent.default_layout();
@@ -300,7 +337,7 @@ Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const 
   if (existing) {
     SURGE_ASSIGN_OR_RETURN(auto mine, made_by(op_id, existing->child));
     if (!mine) return Status::AlreadyExists(entry_str(parent, name) + " exists");
-    *out->mutable_attr() = mine->attr();  // a resend: answer as the first time
+    to_wire(mine->attr(), out->mutable_attr());  // a resend: answer as the first time
     out->set_created(true);
     return Status::OK();
   }
@@ -308,14 +345,14 @@ Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const 
   records::InodeRecord child;
   SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, op_id, b, &child));
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  *out->mutable_attr() = child.attr();
+  to_wire(child.attr(), out->mutable_attr());
   out->set_created(true);
   return Status::OK();
 }
 
 Status Namespace::open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
                                        uint32_t flags, uint64_t session_id, LockTable::Guard& g) {
-  const pb::Attr& a = rec.attr();
+  const records::StoredAttr& a = rec.attr();
   const uint32_t acc = flags & O_ACCMODE;
   const bool write = acc == O_WRONLY || acc == O_RDWR || (flags & O_TRUNC);
   uint32_t mask = 0;
@@ -359,7 +396,7 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
         if (req.session_id() != 0 && !sessions_->holds_open(req.session_id(), existing->child)) {
           (void)sessions_->add_open(req.session_id(), existing->child);
         }
-        *out->mutable_attr() = mine->attr();
+        to_wire(mine->attr(), out->mutable_attr());
         out->set_created(true);
         return Status::OK();
       }
@@ -377,7 +414,7 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
       if (!again || again->child != existing->child) continue;
       SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(existing->child, "create"));
       SURGE_RETURN_IF_ERROR(open_existing_locked(cred, rec, req.flags(), req.session_id(), g2));
-      *out->mutable_attr() = rec.attr();
+      to_wire(rec.attr(), out->mutable_attr());
       out->set_created(false);
       return Status::OK();
     }
@@ -394,7 +431,7 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
     if (req.session_id() != 0) (void)sessions_->add_open(req.session_id(), child.attr().ino());
     g.release();
     SURGE_RETURN_IF_ERROR(kv_->make_durable());
-    *out->mutable_attr() = child.attr();
+    to_wire(child.attr(), out->mutable_attr());
     out->set_created(true);
     return Status::OK();
   }
@@ -454,13 +491,13 @@ Status Namespace::lookup(const pb::LookupRequest& req, pb::EntryReply* out) {
   SURGE_ASSIGN_OR_RETURN(bool found, load(d->child, &c));
   // Removed between the two reads: as if the lookup came after.
   if (!found) return Status::NotFound("lookup: no " + entry_str(req.parent(), req.name()));
-  *out->mutable_attr() = c.attr();
+  to_wire(c.attr(), out->mutable_attr());
   return Status::OK();
 }
 
 Status Namespace::getattr(const pb::GetAttrRequest& req, pb::EntryReply* out) {
   SURGE_ASSIGN_OR_RETURN(auto r, load_existing(req.ino(), "getattr"));
-  *out->mutable_attr() = r.attr();
+  to_wire(r.attr(), out->mutable_attr());
   return Status::OK();
 }
 
@@ -559,7 +596,7 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   SURGE_ASSIGN_OR_RETURN(auto c, load_existing(req.ino(), "link"));
   SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
   if (resent) {  // it happened; its reply was lost
-    *out->mutable_attr() = c.attr();
+    to_wire(c.attr(), out->mutable_attr());
     return Status::OK();
   }
   if (S_ISDIR(c.attr().mode())) {
@@ -588,7 +625,7 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   put_inode(b, c);
   put_inode(b, p);
   SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
-  *out->mutable_attr() = c.attr();
+  to_wire(c.attr(), out->mutable_attr());
   return Status::OK();
 }
 
@@ -630,7 +667,7 @@ Status Namespace::readdir(const pb::ReadDirRequest& req, pb::ReadDirReply* out) 
     for (auto& e : *out->mutable_entries()) {
       records::InodeRecord c;
       SURGE_ASSIGN_OR_RETURN(bool found, load(e.ino(), &c));
-      if (found) *e.mutable_attr() = c.attr();  // gone meanwhile: entry without attributes
+      if (found) to_wire(c.attr(), e.mutable_attr());  // gone meanwhile: entry without attributes
     }
   }
   out->set_eof(!more);
@@ -657,7 +694,7 @@ Status Namespace::open(const pb::OpenRequest& req, pb::EntryReply* out) {
   // Nobody finds such an inode by name, so it is never a new open.
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "open"));
   SURGE_RETURN_IF_ERROR(open_existing_locked(req.cred(), rec, req.flags(), req.session_id(), g));
-  *out->mutable_attr() = rec.attr();
+  to_wire(rec.attr(), out->mutable_attr());
   return Status::OK();
 }
 

@@ -40,6 +40,9 @@ namespace surge::mds {
 struct NamespaceOptions {
   uint32_t default_stripe_size = 1 << 20;
   uint32_t default_stripe_count = 4;
+  // Replicas of files whose directory sets no scheme (docs/redundancy.md);
+  // 0: format 1 layouts (one copy on targets, no chains).
+  uint32_t default_replicas = 0;
   uint64_t inode_batch = 4096;          // inode numbers reserved per persisted step
   uint64_t max_inodes = 1ull << 32;     // reported by statfs
   uint32_t max_readdir_entries = 4096;  // per page
@@ -120,7 +123,7 @@ class Namespace {
   // The same for an unlink/rmdir/rename/link: its op id goes into the batch
   // (see op_done), and old ids expire now and then.
   Status commit_done_op(KvBatch& b, LockTable::Guard& g, uint64_t op_id, uint64_t now);
-  Status truncate_objects(const pb::Attr& a, uint64_t size);
+  Status truncate_objects(const records::StoredAttr& a, uint64_t size);
   // Builds a new child of a locked, loaded directory into b (the dentry,
   // the child, the updated parent); the caller commits.
   Status add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
@@ -141,6 +144,9 @@ class Namespace {
   Status open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
                               uint32_t flags, uint64_t session_id, LockTable::Guard& g);
   Result<pb::Layout> effective_dir_layout(const records::InodeRecord& dir);
+  // A new file layout as `want` (a directory default) asks: format 1 over
+  // targets without a scheme, chains of the scheme otherwise.
+  Result<pb::Layout> place(const pb::Layout& want, uint64_t ino);
   Result<bool> is_ancestor(uint64_t maybe_ancestor, uint64_t ino);
 
  public:

@@ -3,10 +3,11 @@
 // while it reads, decides and commits.
 #include <sys/stat.h>
 
-#include "common/stripe_map.h"
+#include "mds/cluster/file_chunks.h"
 #include "mds/namespace/errors.h"
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/permissions.h"
+#include "mds/namespace/record_wire.h"
 
 namespace surge::mds {
 
@@ -51,7 +52,8 @@ Status validate_xattr_name(const std::string& name) {
 }
 
 // May cred read (write=false) or change (write=true) xattr 'name' of a?
-Status check_xattr_access(const pb::Credentials& c, const pb::Attr& a, const std::string& name,
+Status check_xattr_access(const pb::Credentials& c, const records::StoredAttr& a,
+                          const std::string& name,
                           bool write) {
   switch (xattr_ns(name)) {
     case XattrNs::kTrusted:
@@ -96,25 +98,54 @@ Status validate_layout(const pb::Layout& l, bool allow_zero) {
   }
   return Status::OK();
 }
+
+// The redundancy a setstripe asks for, against the data servers there are.
+Status validate_scheme(const pb::Layout& l, uint32_t targets) {
+  switch (l.scheme()) {
+    case pb::SCHEME_UNSET:
+      return Status::OK();
+    case pb::SCHEME_REPLICAS:
+      if (l.replicas() < 1 || l.replicas() > targets) {
+        return Status::InvalidArgument("replicas " + std::to_string(l.replicas()) +
+                                       " must be 1.." + std::to_string(targets) +
+                                       " (the data servers registered)");
+      }
+      return Status::OK();
+    case pb::SCHEME_EC:
+      if (l.ec_data() < 1 || l.ec_parity() < 1 || l.ec_data() + l.ec_parity() > targets) {
+        return Status::InvalidArgument("ec " + std::to_string(l.ec_data()) + "+" +
+                                       std::to_string(l.ec_parity()) +
+                                       " needs K >= 1, M >= 1 and K + M <= " +
+                                       std::to_string(targets) + " (the data servers registered)");
+      }
+      return Status::OK();
+    default:
+      return Status::InvalidArgument("unknown redundancy scheme " + std::to_string(l.scheme()));
+  }
+}
+
+// A directory default keeps the size, the count and the scheme only.
+pb::Layout dir_default_of(const pb::Layout& req) {
+  pb::Layout l;
+  l.set_stripe_size(req.stripe_size());
+  l.set_stripe_count(req.stripe_count());
+  if (req.scheme() != pb::SCHEME_UNSET) {
+    l.set_scheme(req.scheme());
+    if (req.scheme() == pb::SCHEME_EC) {
+      l.set_ec_data(req.ec_data());
+      l.set_ec_parity(req.ec_parity());
+    } else {
+      l.set_replicas(req.replicas());
+    }
+  }
+  return l;
+}
 }  // namespace
 
-Status Namespace::truncate_objects(const pb::Attr& a, uint64_t size) {
+Status Namespace::truncate_objects(const records::StoredAttr& a, uint64_t size) {
   if (!a.has_layout()) return Status::OK();
-  const pb::Layout& l = a.layout();
-  StripeGeometry geo{l.stripe_size(), l.stripe_count()};
-  for (int slot = 0; slot < l.targets_size(); ++slot) {
-    const uint32_t target = l.targets(slot);
-    auto addr = map_->live_address(target);
-    if (!addr) {
-      return Status::Unavailable("truncating " + ino_str(a.ino()) + ": data server " +
-                                 std::to_string(target) + " is down");
-    }
-    const uint64_t osize = object_size_for_file_size(geo, static_cast<uint32_t>(slot), size);
-    SURGE_RETURN_IF_ERROR_CTX(objects_->truncate(target, *addr, a.ino(), osize),
-                              "truncating object " + std::to_string(a.ino()) + " on target " +
-                                  std::to_string(target) + " at " + *addr);
-  }
-  return Status::OK();
+  return truncate_file_data(to_wire(a.layout()), a.ino(), size, *map_, *objects_)
+      .WithContext("truncating " + ino_str(a.ino()) + " to " + std::to_string(size) + " bytes");
 }
 
 Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
@@ -122,7 +153,7 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   const uint32_t v = req.valid();
   auto g = locks_.lock({req.ino()});
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setattr"));
-  pb::Attr* a = rec.mutable_attr();
+  records::StoredAttr* a = rec.mutable_attr();
   const bool owner_or_root = is_owner_or_root(c, *a);
   const uint64_t now = now_ns();
   const std::string what = "setattr " + ino_str(req.ino());
@@ -180,14 +211,14 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   KvBatch b;
   put_inode(b, rec);
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  *out->mutable_attr() = rec.attr();
+  to_wire(rec.attr(), out->mutable_attr());
   return Status::OK();
 }
 
 Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* out) {
   auto g = locks_.lock({req.ino()});
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "report size"));
-  pb::Attr* a = rec.mutable_attr();
+  records::StoredAttr* a = rec.mutable_attr();
   if (S_ISDIR(a->mode()))
     return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
   if (!S_ISREG(a->mode()))
@@ -202,7 +233,7 @@ Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* 
   KvBatch b;
   put_inode(b, rec);
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  *out->mutable_attr() = rec.attr();
+  to_wire(rec.attr(), out->mutable_attr());
   return Status::OK();
 }
 
@@ -313,12 +344,11 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
     return Status::NotPermitted(what + ": only the owner or root may change a layout");
   }
   KvBatch b;
+  SURGE_RETURN_IF_ERROR_CTX(validate_scheme(req.layout(), map_->target_count()), what);
   if (S_ISDIR(rec.attr().mode())) {
     SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), true), what);
-    pb::Layout l;
-    l.set_stripe_size(req.layout().stripe_size());
-    l.set_stripe_count(req.layout().stripe_count());
-    *rec.mutable_default_layout() = l;
+    pb::Layout l = dir_default_of(req.layout());
+    *rec.mutable_default_layout() = to_stored(l);
     *out->mutable_layout() = l;
   } else if (S_ISREG(rec.attr().mode())) {
     SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), false), what);
@@ -326,19 +356,14 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
       return Status::Busy(what + ": the file holds " + std::to_string(rec.attr().size()) +
                           " bytes; layouts change only on empty files");
     }
-    SURGE_ASSIGN_OR_RETURN(
-        pb::Layout l, map_->pick_layout(req.layout().stripe_size(), req.layout().stripe_count()));
-    // Objects on the old targets may exist (created empty by a truncate).
-    const pb::Layout& old = rec.attr().layout();
-    for (uint32_t target : old.targets()) {
-      auto addr = map_->live_address(target);
-      if (!addr) {
-        return Status::Unavailable(what + ": data server " + std::to_string(target) + " is down");
-      }
-      SURGE_RETURN_IF_ERROR_CTX(objects_->remove(target, *addr, req.ino()),
-                                what + ": removing the old object on " + *addr);
+    SURGE_ASSIGN_OR_RETURN(pb::Layout l, place(dir_default_of(req.layout()), req.ino()));
+    // Objects or chunks of the old layout may exist (created empty by a truncate).
+    if (rec.attr().has_layout()) {
+      SURGE_RETURN_IF_ERROR_CTX(
+          remove_file_data(to_wire(rec.attr().layout()), req.ino(), *map_, *objects_),
+          what + ": removing the old layout's data");
     }
-    *rec.mutable_attr()->mutable_layout() = l;
+    *rec.mutable_attr()->mutable_layout() = to_stored(l);
     *out->mutable_layout() = l;
   } else {
     return Status::InvalidArgument(what + ": not a file or directory");
@@ -351,7 +376,8 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
 Status Namespace::get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply* out) {
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "getstripe"));
   if (S_ISREG(rec.attr().mode())) {
-    *out->mutable_layout() = rec.attr().layout();
+    to_wire(rec.attr().layout(), out->mutable_layout());
+    for (auto& c : map_->chains_named(out->layout())) *out->add_chains() = std::move(c);
     return Status::OK();
   }
   if (!S_ISDIR(rec.attr().mode())) {

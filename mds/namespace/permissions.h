@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "mds/namespace/records.pb.h"
 #include "net/proto/mds.pb.h"
 
 namespace surge::mds {
@@ -25,12 +26,12 @@ inline bool in_group(const proto::mds::Credentials& c, uint32_t gid) {
   return false;
 }
 
-inline bool is_owner_or_root(const proto::mds::Credentials& c, const proto::mds::Attr& a) {
+inline bool is_owner_or_root(const proto::mds::Credentials& c, const records::StoredAttr& a) {
   return c.uid() == 0 || c.uid() == a.uid();
 }
 
 // PermissionDenied naming the inode when any bit of mask is not granted.
-inline Status check_access(const proto::mds::Credentials& c, const proto::mds::Attr& a,
+inline Status check_access(const proto::mds::Credentials& c, const records::StoredAttr& a,
                            uint32_t mask, const char* what) {
   mask &= 7;
   if (mask == 0) return Status::OK();
@@ -57,8 +58,8 @@ inline Status check_access(const proto::mds::Credentials& c, const proto::mds::A
 
 // Sticky directory: only the owner of the entry, of the directory, or root
 // may remove or rename it.
-inline Status check_sticky(const proto::mds::Credentials& c, const proto::mds::Attr& dir,
-                           const proto::mds::Attr& victim, const char* what) {
+inline Status check_sticky(const proto::mds::Credentials& c, const records::StoredAttr& dir,
+                           const records::StoredAttr& victim, const char* what) {
   if ((dir.mode() & S_ISVTX) == 0 || c.uid() == 0 || c.uid() == dir.uid() ||
       c.uid() == victim.uid()) {
     return Status::OK();

@@ -34,7 +34,7 @@ void bind(net::RpcServer& server, MdsMetrics* metrics, const char* name, F fn) {
 }  // namespace
 
 void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& map,
-                           SessionTable& sessions, MdsMetrics* metrics) {
+                           SessionTable& sessions, ObjectTargets& objects, MdsMetrics* metrics) {
   // cluster map and data servers
   bind<MdsRegisterTarget>(
       server, metrics, "register_target",
@@ -65,6 +65,25 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
                                       req.draining() ? "drained" : "undrained", ctx.peer());
                             return Status::OK();
                           });
+
+  // chains (docs/redundancy.md)
+  bind<MdsReportTargetFailure>(
+      server, metrics, "report_target_failure",
+      [&map, &objects](RpcContext& ctx, const ReportTargetFailureRequest& req,
+                       ReportTargetFailureReply& resp) -> Status {
+        ReportTargetFailureRequest named = req;
+        if (named.reporter().empty()) named.set_reporter(ctx.peer());
+        SURGE_ASSIGN_OR_RETURN(resp, map.report_target_failure(named, [&objects](const std::string& a) {
+                                 return objects.probe(a);
+                               }));
+        return Status::OK();
+      });
+  bind<MdsReportChainSync>(
+      server, metrics, "report_chain_sync",
+      [&map](RpcContext&, const ReportChainSyncRequest& req, ReportChainSyncReply& resp) -> Status {
+        SURGE_ASSIGN_OR_RETURN(resp, map.report_chain_sync(req));
+        return Status::OK();
+      });
 
   // sessions
   bind<MdsOpenSession>(

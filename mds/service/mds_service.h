@@ -6,6 +6,7 @@
 #pragma once
 
 #include "mds/cluster/cluster_map.h"
+#include "mds/cluster/object_targets.h"
 #include "mds/cluster/session_table.h"
 #include "mds/namespace/namespace.h"
 #include "mds/service/mds_metrics.h"
@@ -13,7 +14,9 @@
 
 namespace surge::mds {
 
+// objects probes a data server a failure report names.
 void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& map,
-                           SessionTable& sessions, MdsMetrics* metrics = nullptr);
+                           SessionTable& sessions, ObjectTargets& objects,
+                           MdsMetrics* metrics = nullptr);
 
 }  // namespace surge::mds

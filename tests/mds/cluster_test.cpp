@@ -61,6 +61,7 @@ TEST_F(ClusterTest, SilentTargetGoesDownAndGetsNoLayouts) {
   pb::TargetHeartbeatRequest h;
   h.set_target_id(1);
   h.set_address("tcp://127.0.0.1:7101");
+  h.set_free_bytes(50ull << 30);  // a heartbeat reports space; 0 free is full
   ASSERT_TRUE(map_->heartbeat(h).ok());
   auto f = create(kRoot, "f");
   ASSERT_TRUE(f.ok());
@@ -81,6 +82,31 @@ TEST_F(ClusterTest, PlacementFollowsFreeSpace) {
   EXPECT_EQ(first[1], 300);
   EXPECT_EQ(first[2], 100);
   EXPECT_EQ(first[3], 100);
+}
+
+// Format 1 layouts start on every target in turn: the one stripe of a
+// small file lands on each (they used to alternate [1,2,3] and [3,2,1],
+// so target 2 never held one).
+TEST_F(ClusterTest, ConsecutiveLayoutsStartOnEveryTarget) {
+  std::map<uint32_t, int> first;
+  for (int i = 0; i < 30; ++i) {
+    auto l = map_->pick_layout(1 << 20, 3);
+    ASSERT_TRUE(l.ok());
+    ASSERT_EQ(l->targets_size(), 3);
+    ++first[l->targets(0)];
+  }
+  EXPECT_EQ(first[1], 10);
+  EXPECT_EQ(first[2], 10);
+  EXPECT_EQ(first[3], 10);
+}
+
+TEST_F(ClusterTest, FullTargetGetsNoNewFiles) {
+  ASSERT_TRUE(map_->register_target(reg(2, "tcp://127.0.0.1:7102", 1 << 20)).ok());
+  for (int i = 0; i < 10; ++i) {
+    auto l = map_->pick_layout(1 << 20, 3);
+    ASSERT_TRUE(l.ok());
+    for (uint32_t t : l->targets()) EXPECT_NE(t, 2u);
+  }
 }
 
 TEST_F(ClusterTest, SnapshotListsTargets) {

@@ -45,7 +45,27 @@ class FakeObjectTargets : public ObjectTargets {
     removed.emplace(target, object_id);
     return Status::OK();
   }
+  Status truncate_chunk(const ChunkAddress& a, uint64_t size) override {
+    std::lock_guard lk(mu);
+    if (failing.count(a.target_id)) return Status::Unavailable("fake target " + a.address + " fails");
+    chunk_truncates.emplace_back(a, size);
+    return Status::OK();
+  }
+  Status remove_chunk(const ChunkAddress& a) override {
+    std::lock_guard lk(mu);
+    if (failing.count(a.target_id)) return Status::Unavailable("fake target " + a.address + " fails");
+    removed_chunks.push_back(a);
+    return Status::OK();
+  }
+  Status probe(const std::string& address) override {
+    std::lock_guard lk(mu);
+    if (dead_addresses.count(address)) return Status(Code::kConnectionRefused, "fake " + address + ": refused");
+    return Status::OK();
+  }
   std::mutex mu;
+  std::set<std::string> dead_addresses;  // probe() fails for these
+  std::vector<std::pair<ChunkAddress, uint64_t>> chunk_truncates;
+  std::vector<ChunkAddress> removed_chunks;
   std::vector<std::tuple<uint32_t, uint64_t, uint64_t>> truncates;  // target, object, size
   std::set<std::pair<uint32_t, uint64_t>> removed;                  // target, object
   std::set<uint32_t> failing;

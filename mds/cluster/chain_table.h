@@ -1,0 +1,134 @@
+// ChainTable: the chains of targets that hold the chunks of format 2 files
+// (docs/redundancy.md has the design: formation, member states, resync,
+// replacement, drain, placement). ClusterMap owns it and calls it under its
+// own lock, with the targets as it sees them; this class keeps the chains,
+// applies the state changes and persists the chains that changed.
+//
+// Invariants: chain ids are never reused; the table version grows with
+// every change and a changed chain's version becomes the new table version;
+// a target is at most once in a chain; a replicated chain has at most one
+// SYNCING member, its tail, and never a SYNCING member without a SERVING
+// one before it; an EC chain's members keep their positions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "mds/kv/kv_store.h"
+#include "net/proto/mds.pb.h"
+
+namespace surge::mds {
+
+struct ChainTableOptions {
+  uint32_t strides = 4;                // chains per target per width (formation)
+  uint64_t replace_after_ms = 600000;  // an OFFLINE member this long is replaced
+};
+
+// A target as placement and replacement see it.
+struct TargetView {
+  uint32_t id = 0;
+  bool alive = false;      // not DOWN
+  bool draining = false;
+  bool full = false;       // free space below the floor
+  uint64_t free_bytes = 0;
+  bool placeable() const { return alive && !draining && !full; }
+};
+
+// The width a chain is formed for: replicas N, or EC K + M.
+struct ChainShape {
+  proto::mds::RedundancyScheme scheme = proto::mds::SCHEME_REPLICAS;
+  uint32_t replicas = 1;
+  uint32_t ec_data = 0;
+  uint32_t ec_parity = 0;
+  uint32_t width() const {
+    return scheme == proto::mds::SCHEME_EC ? ec_data + ec_parity : replicas;
+  }
+  bool operator<(const ChainShape& o) const;
+  bool matches(const proto::mds::Chain& c) const;
+  std::string describe() const;  // "replicas 2", "ec 4+2"
+};
+
+class ChainTable {
+ public:
+  explicit ChainTable(ChainTableOptions o) : opts_(o) {}
+
+  // Reads the chains, the table version and the id high-water mark.
+  Status load(KvStore* kv);
+  // Adds the records of every chain changed since the last call (and the
+  // version and high-water mark) to b.
+  void persist(KvBatch& b);
+  bool dirty() const { return !dirty_.empty() || meta_dirty_; }
+
+  uint64_t version() const { return version_; }
+  // The table as the cluster map ships it (health and sync filled in).
+  void fill(proto::mds::ChainTable* out) const;
+  // One chain with health, or nullptr.
+  const proto::mds::Chain* find(uint32_t chain_id) const;
+  proto::mds::Chain shipped(const proto::mds::Chain& c) const;  // with health
+
+  // Forms the chains of shape over targets (formation in
+  // docs/redundancy.md) and adds those whose member set the table lacks;
+  // clears `placement` on chains of that shape the formation no longer
+  // has. Returns whether anything changed. NoSpace when there are fewer
+  // targets than the shape is wide.
+  Result<bool> form(const ChainShape& shape, const std::vector<uint32_t>& target_ids,
+                    uint64_t now_ms);
+  // Whether any chain of shape exists (formed before).
+  bool has_shape(const ChainShape& shape) const;
+  // Forms again, for every shape the table holds (a target joined).
+  bool reform_all(const std::vector<uint32_t>& target_ids, uint64_t now_ms);
+
+  // Brings the chains in line with the targets: members of dead targets go
+  // OFFLINE, a returning member syncs (or serves, when it was the last to
+  // serve), members absent past replace_after_ms and draining members are
+  // replaced, finished moves complete. Returns whether anything changed.
+  bool reconcile(const std::vector<TargetView>& targets, uint64_t now_ms);
+
+  // A resync source's report (MdsReportChainSync). done under the chain's
+  // current version makes the member SERVING. StaleChain when the chain
+  // moved on, NotFound / InvalidArgument for a chain or member that is not
+  // syncing.
+  Result<proto::mds::Chain> sync_report(const proto::mds::ReportChainSyncRequest& req,
+                                        uint64_t now_ms);
+
+  // chain_count placeable chains of shape for a new layout (fewer when the
+  // table has fewer), rotating so consecutive files start on different
+  // chains, the first weighted by free space. Empty when none is placeable.
+  std::vector<uint32_t> pick(const ChainShape& shape, uint32_t chain_count,
+                             const std::vector<TargetView>& targets);
+
+  // How many chains list target (any state).
+  uint32_t memberships(uint32_t target_id) const;
+  // Chains listing target, in id order.
+  std::vector<uint32_t> chains_of(uint32_t target_id) const;
+
+ private:
+  // Marks a chain changed; finish() gives every chain changed since the
+  // last finish() the next table version.
+  void touch(uint32_t chain_id);
+  void finish();
+  bool placeable(const proto::mds::Chain& c, const std::map<uint32_t, TargetView>& t) const;
+  // A target for chain c: placeable, not in c, fewest memberships (counting
+  // `extra`), most free; 0 when none.
+  uint32_t replacement_for(const proto::mds::Chain& c, const std::map<uint32_t, TargetView>& t,
+                           std::map<uint32_t, uint32_t>& extra) const;
+  bool reconcile_chain(proto::mds::Chain& c, const std::map<uint32_t, TargetView>& t,
+                       std::map<uint32_t, uint32_t>& extra, uint64_t now_ms);
+
+  ChainTableOptions opts_;
+  std::map<uint32_t, proto::mds::Chain> chains_;
+  std::set<uint32_t> dirty_;    // changed since the last persist()
+  std::set<uint32_t> pending_;  // changed since the last finish()
+  bool meta_dirty_ = false;
+  uint64_t version_ = 0;
+  uint32_t next_id_ = 1;
+  std::map<uint32_t, int64_t> rr_credit_;  // smooth weighted round robin, per chain
+  // Resync progress by chain, then syncing target: reported, not persisted.
+  std::map<uint32_t, std::map<uint32_t, proto::mds::ChainSyncProgress>> sync_;
+};
+
+}  // namespace surge::mds

@@ -1,0 +1,98 @@
+// FileChunks: see file_chunks.h.
+#include "mds/cluster/file_chunks.h"
+
+#include "common/chunk_map.h"
+
+namespace surge::mds {
+
+namespace pb = proto::mds;
+
+namespace {
+
+std::string chunk_text(const ChunkPiece& p) {
+  return "chunk " + std::to_string(p.chunk.ino) + "/" + std::to_string(p.chunk.slot) + "/" +
+         std::to_string(p.chunk.position) + " of chain " + std::to_string(p.chain_id);
+}
+
+// Runs op on where piece p lives: its chain's head, or its format 1 target.
+template <typename LegacyOp, typename ChunkOp>
+Status on_piece(const ChunkPiece& p, ClusterMap& map, const LegacyOp& legacy, const ChunkOp& chunk) {
+  if (p.chain_id == 0) {
+    auto addr = map.live_address(p.target_id);
+    if (!addr) {
+      return Status::Unavailable("data server " + std::to_string(p.target_id) + " is down");
+    }
+    return legacy(p.target_id, *addr).WithContext("object " + std::to_string(p.chunk.ino) +
+                                                  " on target " + std::to_string(p.target_id) +
+                                                  " at " + *addr);
+  }
+  SURGE_ASSIGN_OR_RETURN(ChainHead head, map.chain_head(p.chain_id));
+  ChunkAddress a;
+  a.target_id = head.target_id;
+  a.address = head.address;
+  a.chain_id = p.chain_id;
+  a.chain_version = head.chain_version;
+  a.ino = p.chunk.ino;
+  a.slot = p.chunk.slot;
+  a.position = p.chunk.position;
+  return chunk(a).WithContext(chunk_text(p) + " at its head, target " +
+                              std::to_string(head.target_id) + " at " + head.address);
+}
+
+}  // namespace
+
+FileLayout to_file_layout(const pb::Layout& l) {
+  FileLayout f;
+  f.format = l.format() == 0 ? FileLayout::kFormatTargets : l.format();
+  f.stripe_size = l.stripe_size();
+  f.stripe_count = l.stripe_count();
+  f.targets.assign(l.targets().begin(), l.targets().end());
+  f.chains.assign(l.chains().begin(), l.chains().end());
+  if (f.chained()) {
+    switch (l.scheme()) {
+      case pb::SCHEME_REPLICAS:
+        f.scheme = Redundancy::kReplicas;
+        break;
+      case pb::SCHEME_EC:
+        f.scheme = Redundancy::kErasure;
+        break;
+      default:
+        f.scheme = Redundancy::kNone;
+    }
+  }
+  f.replicas = l.replicas();
+  f.ec_data = l.ec_data();
+  f.ec_parity = l.ec_parity();
+  return f;
+}
+
+Status truncate_file_data(const pb::Layout& layout, uint64_t ino, uint64_t file_size,
+                          ClusterMap& map, ObjectTargets& objects) {
+  const FileLayout l = to_file_layout(layout);
+  SURGE_RETURN_IF_ERROR(validate(l, ino));
+  for (const ChunkPiece& p : all_chunks(l, ino)) {
+    const uint64_t size = chunk_size_for_file_size(l, p.chunk.slot, p.chunk.position, file_size);
+    SURGE_RETURN_IF_ERROR(on_piece(
+        p, map,
+        [&](uint32_t target, const std::string& addr) {
+          return objects.truncate(target, addr, ino, size);
+        },
+        [&](const ChunkAddress& a) { return objects.truncate_chunk(a, size); }));
+  }
+  return Status::OK();
+}
+
+Status remove_file_data(const pb::Layout& layout, uint64_t ino, ClusterMap& map,
+                        ObjectTargets& objects) {
+  const FileLayout l = to_file_layout(layout);
+  SURGE_RETURN_IF_ERROR(validate(l, ino));
+  for (const ChunkPiece& p : all_chunks(l, ino)) {
+    SURGE_RETURN_IF_ERROR(on_piece(
+        p, map,
+        [&](uint32_t target, const std::string& addr) { return objects.remove(target, addr, ino); },
+        [&](const ChunkAddress& a) { return objects.remove_chunk(a); }));
+  }
+  return Status::OK();
+}
+
+}  // namespace surge::mds

@@ -1,0 +1,398 @@
+// ChainTable on a real RocksDB: formation spreads heads and survivors,
+// every change bumps versions and survives a reload, member states follow
+// target deaths and returns, resync reports, replacement after absence,
+// drain, and placement rotates over healthy chains.
+#include "mds/cluster/chain_table.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "mds/kv/rocksdb_kv_store.h"
+
+namespace surge::mds {
+namespace {
+
+namespace pb = ::surge::proto::mds;
+
+constexpr uint64_t kNow = 1'000'000;
+
+ChainShape replicas(uint32_t n) {
+  ChainShape s;
+  s.scheme = pb::SCHEME_REPLICAS;
+  s.replicas = n;
+  return s;
+}
+
+std::vector<TargetView> views(const std::vector<uint32_t>& ids, std::set<uint32_t> down = {},
+                              std::set<uint32_t> draining = {}, std::set<uint32_t> full = {}) {
+  std::vector<TargetView> v;
+  for (uint32_t id : ids) {
+    TargetView t;
+    t.id = id;
+    t.alive = down.count(id) == 0;
+    t.draining = draining.count(id) != 0;
+    t.full = full.count(id) != 0;
+    t.free_bytes = 100ull << 30;
+    v.push_back(t);
+  }
+  return v;
+}
+
+std::vector<uint32_t> members(const pb::Chain& c) {
+  std::vector<uint32_t> v;
+  for (const auto& m : c.members()) v.push_back(m.target_id());
+  return v;
+}
+
+pb::ChainMemberState state_of(const pb::Chain& c, uint32_t target) {
+  for (const auto& m : c.members()) {
+    if (m.target_id() == target) return m.state();
+  }
+  return pb::MEMBER_UNKNOWN;
+}
+
+class ChainTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/surge-chain-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    open();
+  }
+  void TearDown() override {
+    table_.reset();
+    kv_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void open() {
+    RocksKvOptions ko;
+    ko.path = dir_ + "/db";
+    auto kv = RocksKvStore::Open(ko);
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    kv_ = std::move(*kv);
+    table_ = std::make_unique<ChainTable>(opts_);
+    ASSERT_TRUE(table_->load(kv_.get()).ok());
+  }
+  void save() {
+    KvBatch b;
+    table_->persist(b);
+    ASSERT_TRUE(kv_->commit(b).ok());
+  }
+  void reopen() {
+    save();
+    table_.reset();
+    kv_.reset();
+    open();
+  }
+  pb::ChainTable shipped() const {
+    pb::ChainTable t;
+    table_->fill(&t);
+    return t;
+  }
+  const pb::Chain& chain(uint32_t id) const { return *table_->find(id); }
+  // The chains of the table whose members include target.
+  std::vector<uint32_t> with(uint32_t target) const { return table_->chains_of(target); }
+
+  ChainTableOptions opts_;
+  std::string dir_;
+  std::unique_ptr<RocksKvStore> kv_;
+  std::unique_ptr<ChainTable> table_;
+};
+
+TEST_F(ChainTableTest, FormationMakesEveryTargetHeadAndTailEqually) {
+  const std::vector<uint32_t> t = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(*table_->form(replicas(3), t, kNow));
+  std::map<uint32_t, int> heads, tails, in;
+  const auto all = shipped();
+  for (const auto& c : all.chains()) {
+    auto m = members(c);
+    ASSERT_EQ(m.size(), 3u);
+    EXPECT_EQ(std::set<uint32_t>(m.begin(), m.end()).size(), 3u) << "distinct members";
+    ++heads[m.front()];
+    ++tails[m.back()];
+    for (uint32_t id : m) ++in[id];
+    EXPECT_EQ(c.health(), pb::CHAIN_HEALTHY);
+  }
+  // 6 targets, width 3: strides 1 and 2 (floor(5 / 2)), 6 chains each.
+  EXPECT_EQ(all.chains_size(), 12);
+  for (uint32_t id : t) {
+    EXPECT_EQ(heads[id], 2) << "target " << id;
+    EXPECT_EQ(tails[id], 2) << "target " << id;
+    EXPECT_EQ(in[id], 6) << "target " << id;
+  }
+}
+
+TEST_F(ChainTableTest, ALostTargetsChainsSurviveOnManyTargets) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3, 4, 5, 6, 7, 8, 9}, kNow));
+  std::set<uint32_t> partners;
+  for (uint32_t id : with(5)) {
+    for (uint32_t m : members(chain(id))) {
+      if (m != 5) partners.insert(m);
+    }
+  }
+  // Strides 1..4: neighbours at distance 1..4 on both sides.
+  EXPECT_EQ(partners.size(), 8u);
+}
+
+TEST_F(ChainTableTest, TooFewTargetsForTheWidthIsNoSpace) {
+  auto r = table_->form(replicas(4), {1, 2, 3}, kNow);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNoSpace);
+  EXPECT_NE(r.status().message().find("replicas 4"), std::string::npos);
+}
+
+TEST_F(ChainTableTest, TableAndVersionsSurviveReload) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {2}), kNow));
+  const uint64_t v = table_->version();
+  const auto before = shipped();
+  reopen();
+  EXPECT_EQ(table_->version(), v);
+  const auto after = shipped();
+  ASSERT_EQ(after.chains_size(), before.chains_size());
+  for (int i = 0; i < after.chains_size(); ++i) {
+    EXPECT_EQ(after.chains(i).SerializeAsString(), before.chains(i).SerializeAsString());
+  }
+  // Ids are never reused: a new shape gets ids above every old one.
+  uint32_t max_id = 0;
+  for (const auto& c : after.chains()) max_id = std::max(max_id, c.chain_id());
+  ASSERT_TRUE(*table_->form(replicas(1), {1, 2, 3}, kNow));
+  for (uint32_t id : with(1)) {
+    if (chain(id).replicas() == 1) {
+      EXPECT_GT(id, max_id);
+    }
+  }
+}
+
+TEST_F(ChainTableTest, FormingAgainChangesNothing) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  const uint64_t v = table_->version();
+  EXPECT_FALSE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  EXPECT_EQ(table_->version(), v);
+}
+
+TEST_F(ChainTableTest, DeadTargetGoesOfflineAndBumpsOnlyItsChains) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  const auto before = shipped();
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {3}), kNow));
+  EXPECT_GT(table_->version(), before.version());
+  for (const auto& c : before.chains()) {
+    const pb::Chain& now = chain(c.chain_id());
+    const bool had3 = state_of(c, 3) != pb::MEMBER_UNKNOWN;
+    if (had3) {
+      EXPECT_EQ(state_of(now, 3), pb::MEMBER_OFFLINE);
+      EXPECT_EQ(now.version(), table_->version());
+      EXPECT_EQ(table_->shipped(now).health(), pb::CHAIN_DEGRADED);
+    } else {
+      EXPECT_EQ(now.version(), c.version()) << "chain " << c.chain_id() << " did not change";
+    }
+  }
+  EXPECT_FALSE(table_->reconcile(views({1, 2, 3}, {3}), kNow + 1)) << "nothing more to do";
+}
+
+TEST_F(ChainTableTest, ReturningTargetSyncsAtTheTailThenServes) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  uint32_t cid = 0;
+  for (uint32_t id : with(1)) {
+    if (members(chain(id)).front() == 1) cid = id;  // target 1 is the head
+  }
+  ASSERT_NE(cid, 0u);
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {1}), kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 5));
+  const pb::Chain& c = chain(cid);
+  EXPECT_EQ(members(c).back(), 1u) << "rejoins at the tail";
+  EXPECT_EQ(state_of(c, 1), pb::MEMBER_SYNCING);
+  EXPECT_EQ(table_->shipped(c).health(), pb::CHAIN_RESYNCING);
+
+  pb::ReportChainSyncRequest r;
+  r.set_chain_id(cid);
+  r.set_chain_version(c.version());
+  r.set_target_id(1);
+  r.set_source_target_id(members(c).front());
+  r.set_bytes_total(100);
+  r.set_bytes_done(40);
+  auto progress = table_->sync_report(r, kNow + 1000);
+  ASSERT_TRUE(progress.ok()) << progress.status().ToString();
+  ASSERT_EQ(progress->sync_size(), 1);
+  EXPECT_EQ(progress->sync(0).bytes_done(), 40u);
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_SYNCING) << "progress alone changes no state";
+
+  r.set_bytes_done(100);
+  r.set_done(true);
+  const uint64_t v = chain(cid).version();
+  auto done = table_->sync_report(r, kNow + 2000);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_SERVING);
+  EXPECT_GT(chain(cid).version(), v);
+  EXPECT_EQ(done->health(), pb::CHAIN_HEALTHY);
+}
+
+TEST_F(ChainTableTest, SyncDoneUnderAnOldVersionIsStale) {
+  ASSERT_TRUE(*table_->form(replicas(3), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {1}), kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));
+  const uint64_t synced_under = chain(cid).version();
+  // Another member dies while target 1 syncs: a new version.
+  const uint32_t other = members(chain(cid)).front();
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {other}), kNow + 2));
+  pb::ReportChainSyncRequest r;
+  r.set_chain_id(cid);
+  r.set_chain_version(synced_under);
+  r.set_target_id(1);
+  r.set_done(true);
+  auto st = table_->sync_report(r, kNow + 3);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), Code::kStaleChain);
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_SYNCING);
+}
+
+TEST_F(ChainTableTest, SyncReportForAMemberThatIsNotSyncingIsRefused) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  pb::ReportChainSyncRequest r;
+  r.set_chain_id(cid);
+  r.set_chain_version(chain(cid).version());
+  r.set_target_id(1);
+  r.set_done(true);
+  EXPECT_EQ(table_->sync_report(r, kNow).status().code(), Code::kInvalidArgument);
+  r.set_chain_id(999);
+  EXPECT_EQ(table_->sync_report(r, kNow).status().code(), Code::kNotFound);
+}
+
+TEST_F(ChainTableTest, OnlyTheLastMemberToServeComesBackServing) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2}, kNow));
+  const uint32_t cid = with(1).front();
+  ASSERT_TRUE(table_->reconcile(views({1, 2}, {1}), kNow));      // 1 dies, 2 serves alone
+  ASSERT_TRUE(table_->reconcile(views({1, 2}, {1, 2}), kNow + 1));  // then 2 dies
+  EXPECT_EQ(chain(cid).last_serving_target(), 2u);
+  EXPECT_EQ(table_->shipped(chain(cid)).health(), pb::CHAIN_UNAVAILABLE);
+  // 1 returns first: its copy is older than 2's, so it may not serve.
+  table_->reconcile(views({1, 2}, {2}), kNow + 2);
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_OFFLINE);
+  // 2 returns: it serves at once, and 1 then resyncs from it.
+  ASSERT_TRUE(table_->reconcile(views({1, 2}), kNow + 3));
+  EXPECT_EQ(state_of(chain(cid), 2), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_SYNCING);
+  EXPECT_EQ(members(chain(cid)), (std::vector<uint32_t>{2, 1}));
+}
+
+TEST_F(ChainTableTest, AbsentTargetIsReplacedSpreadOverTheOthers) {
+  opts_.replace_after_ms = 60000;
+  table_.reset();
+  kv_.reset();
+  open();
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3, 4, 5, 6}, kNow));
+  const std::vector<uint32_t> lost = with(3);
+  ASSERT_GE(lost.size(), 4u);
+  const auto all = views({1, 2, 3, 4, 5, 6}, {3});
+  ASSERT_TRUE(table_->reconcile(all, kNow));
+  EXPECT_FALSE(table_->reconcile(all, kNow + 59999)) << "not yet";
+  ASSERT_TRUE(table_->reconcile(all, kNow + 60000));
+  std::map<uint32_t, int> took;
+  for (uint32_t cid : lost) {
+    const pb::Chain& c = chain(cid);
+    EXPECT_EQ(state_of(c, 3), pb::MEMBER_UNKNOWN) << "chain " << cid << " no longer lists 3";
+    ASSERT_EQ(c.members_size(), 2);
+    const uint32_t newcomer = members(c).back();
+    EXPECT_EQ(state_of(c, newcomer), pb::MEMBER_SYNCING);
+    EXPECT_EQ(table_->shipped(c).health(), pb::CHAIN_REBUILDING);
+    ++took[newcomer];
+  }
+  // No single target takes all of the lost target's chains.
+  EXPECT_GE(took.size(), 3u);
+  for (const auto& [id, n] : took) EXPECT_LE(n, 2) << "target " << id;
+}
+
+TEST_F(ChainTableTest, DrainMovesEveryChainOffTheTarget) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3, 4}, kNow));
+  ASSERT_GT(table_->memberships(2), 0u);
+  for (int round = 0; round < 20 && table_->memberships(2) > 0; ++round) {
+    table_->reconcile(views({1, 2, 3, 4}, {}, {2}), kNow + round);
+    // Every newcomer syncs; its source reports done.
+    const auto table = shipped();
+    for (const auto& c : table.chains()) {
+      for (const auto& m : c.members()) {
+        if (m.state() != pb::MEMBER_SYNCING) continue;
+        EXPECT_NE(m.target_id(), 2u) << "never a newcomer on the draining target";
+        EXPECT_EQ(state_of(c, 2), pb::MEMBER_SERVING) << "it keeps serving meanwhile";
+        pb::ReportChainSyncRequest r;
+        r.set_chain_id(c.chain_id());
+        r.set_chain_version(c.version());
+        r.set_target_id(m.target_id());
+        r.set_done(true);
+        ASSERT_TRUE(table_->sync_report(r, kNow + round).ok());
+      }
+    }
+  }
+  EXPECT_EQ(table_->memberships(2), 0u);
+  const auto table = shipped();
+  for (const auto& c : table.chains()) {
+    EXPECT_EQ(c.members_size(), 2) << "chain " << c.chain_id();
+    EXPECT_EQ(c.moves_size(), 0);
+  }
+}
+
+TEST_F(ChainTableTest, PlacementRotatesOverEveryHead) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  std::map<uint32_t, int> heads;
+  for (int i = 0; i < 60; ++i) {
+    auto picked = table_->pick(replicas(2), 1, views({1, 2, 3}));
+    ASSERT_EQ(picked.size(), 1u);
+    ++heads[members(chain(picked[0])).front()];
+  }
+  ASSERT_EQ(heads.size(), 3u);
+  for (const auto& [id, n] : heads) EXPECT_EQ(n, 20) << "target " << id;
+}
+
+TEST_F(ChainTableTest, PlacementNamesDistinctChainsPerFile) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3, 4}, kNow));
+  auto picked = table_->pick(replicas(2), 4, views({1, 2, 3, 4}));
+  ASSERT_EQ(picked.size(), 4u);
+  EXPECT_EQ(std::set<uint32_t>(picked.begin(), picked.end()).size(), 4u);
+}
+
+TEST_F(ChainTableTest, PlacementAvoidsDownFullAndDrainingTargets) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3, 4}, kNow));
+  for (auto v : {views({1, 2, 3, 4}, {}, {}, {4}), views({1, 2, 3, 4}, {}, {4}, {})}) {
+    for (int i = 0; i < 20; ++i) {
+      for (uint32_t cid : table_->pick(replicas(2), 2, v)) {
+        EXPECT_EQ(state_of(chain(cid), 4), pb::MEMBER_UNKNOWN) << "chain " << cid;
+      }
+    }
+  }
+  // A down target: its chains drop it from their write chain, and the
+  // healthy chains without it are chosen.
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3, 4}, {4}), kNow));
+  for (int i = 0; i < 20; ++i) {
+    for (uint32_t cid : table_->pick(replicas(2), 2, views({1, 2, 3, 4}, {4}))) {
+      EXPECT_NE(state_of(chain(cid), 4), pb::MEMBER_SERVING);
+    }
+  }
+}
+
+TEST_F(ChainTableTest, DegradedChainsStillPlaceWhenNoHealthyOneIsLeft) {
+  ASSERT_TRUE(*table_->form(replicas(3), {1, 2, 3}, kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {2}), kNow));
+  auto picked = table_->pick(replicas(3), 1, views({1, 2, 3}, {2}));
+  ASSERT_EQ(picked.size(), 1u);
+  EXPECT_EQ(state_of(chain(picked[0]), 2), pb::MEMBER_OFFLINE);
+}
+
+TEST_F(ChainTableTest, NewTargetGetsChainsAndOldFormationStopsPlacing) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2, 3}, kNow));
+  ASSERT_TRUE(table_->reform_all({1, 2, 3, 4}, kNow));
+  EXPECT_GT(table_->memberships(4), 0u);
+  for (int i = 0; i < 40; ++i) {
+    for (uint32_t cid : table_->pick(replicas(2), 1, views({1, 2, 3, 4}))) {
+      EXPECT_TRUE(chain(cid).placement());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace surge::mds
