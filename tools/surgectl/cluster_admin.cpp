@@ -49,6 +49,64 @@ Result<pb::SetTargetDrainReply> ClusterAdmin::set_draining(uint32_t target_id, b
   return resp;
 }
 
+Result<pb::GetLayoutReply> ClusterAdmin::get_layout(uint64_t ino, const pb::Credentials& cred) {
+  pb::GetLayoutRequest req;
+  *req.mutable_cred() = cred;
+  req.set_ino(ino);
+  pb::GetLayoutReply resp;
+  Status st = channel_->call<pb::MdsGetLayout>(req, &resp);
+  if (!st.ok()) {
+    return Status(st.code(), "layout of inode " + std::to_string(ino) + " from the MDS at " +
+                                 address_ + ": " + st.message());
+  }
+  return resp;
+}
+
+Result<pb::SetLayoutReply> ClusterAdmin::set_layout(uint64_t ino, const pb::Layout& layout,
+                                                    const pb::Credentials& cred) {
+  pb::SetLayoutRequest req;
+  *req.mutable_cred() = cred;
+  req.set_ino(ino);
+  *req.mutable_layout() = layout;
+  pb::SetLayoutReply resp;
+  Status st = channel_->call<pb::MdsSetLayout>(req, &resp);
+  if (!st.ok()) {
+    return Status(st.code(), "setstripe on inode " + std::to_string(ino) + " at the MDS " +
+                                 address_ + ": " + st.message());
+  }
+  return resp;
+}
+
+const char* member_state_name(pb::ChainMemberState s) {
+  switch (s) {
+    case pb::MEMBER_SERVING:
+      return "serving";
+    case pb::MEMBER_SYNCING:
+      return "syncing";
+    case pb::MEMBER_OFFLINE:
+      return "offline";
+    default:
+      return "unknown";
+  }
+}
+
+const char* health_name(pb::ChainHealth h) {
+  switch (h) {
+    case pb::CHAIN_HEALTHY:
+      return "healthy";
+    case pb::CHAIN_DEGRADED:
+      return "degraded";
+    case pb::CHAIN_RESYNCING:
+      return "resyncing";
+    case pb::CHAIN_REBUILDING:
+      return "rebuilding";
+    case pb::CHAIN_UNAVAILABLE:
+      return "unavailable";
+    default:
+      return "unknown";
+  }
+}
+
 const char* state_name(pb::TargetState s) {
   switch (s) {
     case pb::TARGET_UP:

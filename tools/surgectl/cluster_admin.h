@@ -23,6 +23,11 @@ class ClusterAdmin {
   Result<proto::mds::ClusterMap> cluster_map();
   // NotFound (naming the known ids) for a target the map does not hold.
   Result<proto::mds::SetTargetDrainReply> set_draining(uint32_t target_id, bool draining);
+  // A file's or directory's layout (with the chains it names), and setting
+  // a directory's default or an empty file's layout, as the caller cred.
+  Result<proto::mds::GetLayoutReply> get_layout(uint64_t ino, const proto::mds::Credentials& cred);
+  Result<proto::mds::SetLayoutReply> set_layout(uint64_t ino, const proto::mds::Layout& layout,
+                                                const proto::mds::Credentials& cred);
 
   const std::string& mds_address() const { return address_; }
 
@@ -33,6 +38,10 @@ class ClusterAdmin {
 
 // "up", "down", "draining" or "unknown".
 const char* state_name(proto::mds::TargetState s);
+// "serving", "syncing", "offline" or "unknown".
+const char* member_state_name(proto::mds::ChainMemberState s);
+// "healthy", "degraded", "resyncing", "rebuilding", "unavailable" or "unknown".
+const char* health_name(proto::mds::ChainHealth h);
 
 std::string json_escape(const std::string& s);
 

@@ -1,6 +1,6 @@
 // surgectl: Surge administration from the command line.
-//   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | df
-//   surgectl ... setstripe DIR --size BYTES --count N | getstripe PATH
+//   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | chains | df
+//   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N] | getstripe PATH
 //   surgectl ... drain TARGET_ID | undrain TARGET_ID   (or drain --off)
 //   surgectl ... scrub [--target ID]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "net/cluster_key.h"
 #include "surge/client.h"
+#include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
 #include "tools/surgectl/target_scrub.h"
 
@@ -30,7 +31,9 @@ using surge::tools::state_name;
 namespace pb = surge::proto::mds;
 
 constexpr const char* kDrainNote =
-    "drain stops new placement; existing stripes stay until rewritten (nothing is moved)";
+    "drain stops new placement; existing stripes stay until rewritten for files of layout "
+    "format 1 (nothing is moved), while the target's chains move to other targets (surgectl "
+    "chains shows them rebuilding; surgectl targets says drained when it holds nothing)";
 
 int fail(const surge::Status& st) {
   std::fprintf(stderr, "surgectl: %s\n", st.ToString().c_str());
@@ -45,9 +48,10 @@ std::string target_json(const pb::TargetInfo& t) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "{\"id\":%u,\"address\":\"%s\",\"state\":\"%s\",\"draining\":%s,\"capacity\":%llu,"
-                "\"free\":%llu}",
+                "\"free\":%llu,\"chains\":%u,\"drained\":%s}",
                 t.target_id(), json_escape(t.address()).c_str(), state_name(t.state()),
-                t.draining() ? "true" : "false", ull(t.capacity_bytes()), ull(t.free_bytes()));
+                t.draining() ? "true" : "false", ull(t.capacity_bytes()), ull(t.free_bytes()),
+                t.chain_memberships(), t.drained() ? "true" : "false");
   return buf;
 }
 
@@ -63,9 +67,9 @@ int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
   if (json) {
     std::printf(
         "{\"mds\":\"%s\",\"fs_id\":%llu,\"map_version\":%llu,\"targets_up\":%d,"
-        "\"targets_down\":%d,\"targets_draining\":%d,\"targets\":[",
+        "\"targets_down\":%d,\"targets_draining\":%d,\"chains\":%s,\"targets\":[",
         json_escape(admin.mds_address()).c_str(), ull(m->fs_id()), ull(m->version()), up, down,
-        draining);
+        draining, surge::tools::health_json(surge::tools::count_health(m->chains())).c_str());
     for (int i = 0; i < m->targets_size(); ++i) {
       std::printf("%s%s", i ? "," : "", target_json(m->targets(i)).c_str());
     }
@@ -77,15 +81,90 @@ int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
         "mds %s  fs_id %llu  map version %llu  targets %d up of %d (%d down, %d draining)\n",
         admin.mds_address().c_str(), ull(m->fs_id()), ull(m->version()), up, m->targets_size(),
         down, draining);
+    std::printf("%s\n", surge::tools::health_summary(surge::tools::count_health(m->chains())).c_str());
   }
-  std::printf("%-6s %-28s %-9s %-8s %14s %14s\n", "id", "address", "state", "drain", "capacity",
-              "free");
+  std::printf("%-6s %-28s %-9s %-8s %14s %14s %7s\n", "id", "address", "state", "drain",
+              "capacity", "free", "chains");
   for (const auto& t : m->targets()) {
-    std::printf("%-6u %-28s %-9s %-8s %14llu %14llu\n", t.target_id(), t.address().c_str(),
-                state_name(t.state()), t.draining() ? "yes" : "no", ull(t.capacity_bytes()),
-                ull(t.free_bytes()));
+    const char* drain = t.drained() ? "drained" : t.draining() ? "yes" : "no";
+    std::printf("%-6u %-28s %-9s %-8s %14llu %14llu %7u\n", t.target_id(), t.address().c_str(),
+                state_name(t.state()), drain, ull(t.capacity_bytes()), ull(t.free_bytes()),
+                t.chain_memberships());
   }
   return 0;
+}
+
+pb::Credentials credentials_of(const surge::Caller& c) {
+  pb::Credentials out;
+  out.set_uid(c.uid);
+  out.set_gid(c.gid);
+  for (uint32_t g : c.groups) out.add_groups(g);
+  return out;
+}
+
+std::string ids_text(const google::protobuf::RepeatedField<uint32_t>& ids) {
+  std::string s;
+  for (int i = 0; i < ids.size(); ++i) {
+    if (i != 0) s += ',';
+    s += std::to_string(ids.Get(i));
+  }
+  return s;
+}
+
+// getstripe: the layout, and for a chained file each slot's chain with its
+// members and their state.
+void print_layout(const std::string& path, const pb::GetLayoutReply& r, bool json) {
+  const pb::Layout& l = r.layout();
+  const uint32_t format = l.format() == 0 ? 1 : l.format();
+  std::string scheme = "replicas 1";
+  if (l.scheme() == pb::SCHEME_REPLICAS) scheme = "replicas " + std::to_string(l.replicas());
+  if (l.scheme() == pb::SCHEME_EC) {
+    scheme = "ec " + std::to_string(l.ec_data()) + "+" + std::to_string(l.ec_parity());
+  }
+  auto chain_of = [&](uint32_t id) -> const pb::Chain* {
+    for (const auto& c : r.chains()) {
+      if (c.chain_id() == id) return &c;
+    }
+    return nullptr;
+  };
+  if (json) {
+    std::printf(
+        "{\"path\":\"%s\",\"format\":%u,\"stripe_size\":%u,\"stripe_count\":%u,\"scheme\":\"%s\","
+        "\"targets\":[%s],\"slots\":[",
+        json_escape(path).c_str(), format, l.stripe_size(), l.stripe_count(), scheme.c_str(),
+        ids_text(l.targets()).c_str());
+    for (int i = 0; i < l.chains_size(); ++i) {
+      const pb::Chain* c = chain_of(l.chains(i));
+      std::string chain = "{\"id\":";
+      chain += std::to_string(l.chains(i));
+      chain += "}";
+      if (c != nullptr) chain = surge::tools::chain_json(*c);
+      std::printf("%s{\"slot\":%d,\"chain\":%s}", i ? "," : "", i, chain.c_str());
+    }
+    std::printf("]}\n");
+    return;
+  }
+  if (format == 1 && l.scheme() != pb::SCHEME_UNSET) {  // a directory's default
+    std::printf("%s: stripe_size %u stripe_count %u %s%s\n", path.c_str(), l.stripe_size(),
+                l.stripe_count(), scheme.c_str(), r.inherited() ? " (inherited)" : "");
+    return;
+  }
+  if (format == 1) {
+    std::printf("%s: stripe_size %u stripe_count %u targets [%s]\n", path.c_str(),
+                l.stripe_size(), l.stripe_count(), ids_text(l.targets()).c_str());
+    return;
+  }
+  std::printf("%s: stripe_size %u stripe_count %u %s chains [%s]\n", path.c_str(),
+              l.stripe_size(), l.stripe_count(), scheme.c_str(), ids_text(l.chains()).c_str());
+  for (int i = 0; i < l.chains_size(); ++i) {
+    const pb::Chain* c = chain_of(l.chains(i));
+    if (c == nullptr) {
+      std::printf("  slot %d: chain %u (not in the map)\n", i, l.chains(i));
+      continue;
+    }
+    std::printf("  slot %d: chain %u version %llu %s: %s\n", i, c->chain_id(), ull(c->version()),
+                surge::tools::health_name(c->health()), surge::tools::members_text(*c).c_str());
+  }
 }
 
 int set_drain(surge::tools::ClusterAdmin& admin, uint32_t id, bool draining, bool json) {
@@ -214,13 +293,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto* status = app.add_subcommand("status", "cluster summary");
   auto* targets = app.add_subcommand("targets", "data servers and their state");
+  auto* chains = app.add_subcommand(
+      "chains", "every chain: members head first, their state, health, resync progress");
   auto* df = app.add_subcommand("df", "space and inodes");
   std::string path;
-  uint32_t size = 0, count = 0;
+  uint32_t size = 0, count = 0, replicas = 0;
   auto* setstripe = app.add_subcommand("setstripe", "default layout of a directory");
   setstripe->add_option("dir", path)->required();
   setstripe->add_option("-S,--size", size, "stripe size in bytes (0: inherit)");
   setstripe->add_option("-c,--count", count, "stripe count (0: inherit)");
+  setstripe->add_option("-r,--replicas", replicas,
+                        "copies of each new file, on chains of that many data servers "
+                        "(1..number of data servers; 0: inherit)");
   auto* getstripe = app.add_subcommand("getstripe", "layout of a file or directory");
   getstripe->add_option("path", path)->required();
   uint32_t drain_id = 0;
@@ -260,13 +344,19 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (status->parsed() || targets->parsed() || drain->parsed() || undrain->parsed() ||
-      scrub_cmd->parsed()) {
+  if (status->parsed() || targets->parsed() || chains->parsed() || drain->parsed() ||
+      undrain->parsed() || scrub_cmd->parsed()) {
     auto key = surge::net::load_cluster_key(key_file);
     if (!key.ok()) return fail(key.status());
     auto admin = surge::tools::ClusterAdmin::Connect(mds, *key, std::chrono::milliseconds(5000));
     if (!admin.ok()) return fail(admin.status());
     if (status->parsed() || targets->parsed()) return print_map(*admin, json, status->parsed());
+    if (chains->parsed()) {
+      auto m = admin->cluster_map();
+      if (!m.ok()) return fail(m.status());
+      surge::tools::print_chains(*m, json);
+      return 0;
+    }
     if (drain->parsed()) return set_drain(*admin, drain_id, !drain_off, json);
     if (undrain->parsed()) return set_drain(*admin, drain_id, false, json);
     return scrub(*admin, *key, scrub_target, slice_timeout_s, json);
@@ -296,29 +386,29 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (setstripe->parsed()) {
+  if (setstripe->parsed() || getstripe->parsed()) {
     auto a = cl.stat(path);
     if (!a.ok()) return fail(a.status());
-    surge::Status st = cl.set_dir_layout(a->ino, size, count, surge::Caller::Current());
-    if (!st.ok()) return fail(st);
-    return 0;
-  }
-  if (getstripe->parsed()) {
-    auto a = cl.stat(path);
-    if (!a.ok()) return fail(a.status());
-    auto l = cl.get_layout(a->ino, surge::Caller::Current());
+    auto key = surge::net::load_cluster_key(key_file);
+    if (!key.ok()) return fail(key.status());
+    auto admin = surge::tools::ClusterAdmin::Connect(mds, *key, std::chrono::milliseconds(5000));
+    if (!admin.ok()) return fail(admin.status());
+    const pb::Credentials cred = credentials_of(surge::Caller::Current());
+    if (setstripe->parsed()) {
+      pb::Layout want;
+      want.set_stripe_size(size);
+      want.set_stripe_count(count);
+      if (replicas != 0) {
+        want.set_scheme(pb::SCHEME_REPLICAS);
+        want.set_replicas(replicas);
+      }
+      auto r = admin->set_layout(a->ino, want, cred);
+      if (!r.ok()) return fail(r.status());
+      return 0;
+    }
+    auto l = admin->get_layout(a->ino, cred);
     if (!l.ok()) return fail(l.status());
-    std::string ts;
-    for (size_t i = 0; i < l->targets.size(); ++i) {
-      ts += (i ? "," : "") + std::to_string(l->targets[i]);
-    }
-    if (json) {
-      std::printf("{\"path\":\"%s\",\"stripe_size\":%u,\"stripe_count\":%u,\"targets\":[%s]}\n",
-                  json_escape(path).c_str(), l->stripe_size, l->stripe_count, ts.c_str());
-    } else {
-      std::printf("%s: stripe_size %u stripe_count %u targets [%s]\n", path.c_str(), l->stripe_size,
-                  l->stripe_count, ts.c_str());
-    }
+    print_layout(path, *l, json);
     return 0;
   }
   return 0;
