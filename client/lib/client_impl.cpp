@@ -105,6 +105,13 @@ Status ClientImpl::start() {
   writes_ = std::make_unique<WriteBehind>(pool_.get(), data_.get(), options_.write_behind_bytes);
   sizes_ = std::make_unique<SizeReporter>(mds_.get(), writes_.get(), &inodes_);
   read_ahead_ = std::make_unique<ReadAhead>(pool_.get(), data_.get());
+  closes_ = std::make_unique<CloseQueue>([this](uint64_t session, uint64_t ino) {
+    mds::CloseRequest req;
+    req.set_session_id(session);
+    req.set_ino(ino);
+    mds::CloseReply resp;
+    return mds_->call<mds::MdsClose>(req, &resp);
+  });
 
   SURGE_RETURN_IF_ERROR(session_->open());
   SURGE_RETURN_IF_ERROR(map_->refresh());
@@ -125,6 +132,7 @@ ClientImpl::~ClientImpl() {
   if (sizes_) {
     for (auto& st : inodes_.all()) (void)sizes_->report(*st, false);
   }
+  closes_.reset();  // sends the releases still queued, under their sessions
   if (session_) session_->close();
 }
 

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "client/lib/close_queue.h"
 #include "client/lib/cluster_map_cache.h"
 #include "client/lib/data_path.h"
 #include "client/lib/inode_table.h"
@@ -128,6 +129,7 @@ class ClientImpl : public Client {
   std::unique_ptr<WriteBehind> writes_;
   std::unique_ptr<SizeReporter> sizes_;
   std::unique_ptr<ReadAhead> read_ahead_;
+  std::unique_ptr<CloseQueue> closes_;  // opens released at the MDS off close's path
 
   std::atomic<uint64_t> op_seq_{0};  // next op id; random start
 

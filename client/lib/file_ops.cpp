@@ -138,15 +138,9 @@ Status ClientImpl::close_handle(FileImpl& f) {
   if (first.ok()) first = rs;
   read_ahead_->drop(f);  // its pool buffers serve others now
   inodes_.release(f.state);
-  mds::CloseRequest req;
-  req.set_session_id(session_->id());
-  req.set_ino(f.ino());
-  mds::CloseReply resp;
-  Status s = mds_->call<mds::MdsClose>(req, &resp);
-  // A session the MDS forgot holds no opens to release.
-  if (!s.ok() && first.ok() && s.code() != Code::kNotFound) {
-    first = s.WithContext("closing inode " + std::to_string(f.ino()));
-  }
+  // The size is reported (close-to-open holds from here); the MDS's open
+  // record is released off this path (close_queue.h).
+  closes_->post(session_->id(), f.ino());
   return first;
 }
 
