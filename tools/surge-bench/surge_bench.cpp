@@ -3,7 +3,8 @@
 //
 // N tasks (threads) each move --block-size bytes in --transfer-size IOs,
 // into one file each (--file-per-process) or into disjoint blocks of one
-// shared file (task i owns [i*block, (i+1)*block), as IOR's segment layout).
+// shared file (task i owns [i*block, (i+1)*block), as IOR's segment layout;
+// --interleaved: record j of task i at (j*N + i)*transfer, IOR-hard's).
 // Phases: write (then fsync with --fsync), read. A progress bar goes to
 // stderr; the result (MiB/s and IOPS per phase) to stdout, --json for tools.
 // The native path moves data from registered buffers (the zero-copy path).
@@ -38,6 +39,7 @@ struct Config {
   uint64_t block = 256ull << 20;
   int tasks = 1;
   bool file_per_process = false;
+  bool interleaved = false;  // shared file: task t's j-th IO at (j * tasks + t) * transfer
   bool do_write = false;
   bool do_read = false;
   bool fsync = false;
@@ -237,7 +239,12 @@ PhaseResult run_phase(const Config& c, Engine& e, bool write) {
       uint64_t base = c.file_per_process ? 0 : static_cast<uint64_t>(t) * c.block;
       for (uint64_t off = 0; off < c.block && error.load() == 0; off += c.transfer) {
         uint64_t n = std::min(c.transfer, c.block - off);
-        rc = e.io(h, write, e.buffer(t), n, base + off);
+        uint64_t at = base + off;
+        if (c.interleaved && !c.file_per_process) {
+          at = (off / c.transfer * static_cast<uint64_t>(c.tasks) + static_cast<uint64_t>(t)) *
+               c.transfer;
+        }
+        rc = e.io(h, write, e.buffer(t), n, at);
         if (rc != 0) {
           error = rc;
           break;
@@ -305,6 +312,8 @@ int main(int argc, char** argv) {
   app.add_option("-b,--block-size", block, "bytes per task");
   app.add_option("-n,--tasks", c.tasks, "parallel tasks (threads; md: processes)")->check(CLI::PositiveNumber);
   app.add_flag("-F,--file-per-process", c.file_per_process, "one file per task (default shared)");
+  app.add_flag("--interleaved", c.interleaved,
+               "shared file: the tasks' IOs interleave, record by record (IOR-hard's pattern)");
   app.add_flag("-w,--write", c.do_write, "write phase");
   app.add_flag("-r,--read", c.do_read, "read phase (both when neither is given)");
   app.add_flag("-e,--fsync", c.fsync, "fsync after writing");
