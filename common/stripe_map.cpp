@@ -39,6 +39,13 @@ uint64_t object_size_for_file_size(const StripeGeometry& g, uint32_t slot, uint6
   return size;
 }
 
+std::pair<uint64_t, uint64_t> object_range_of(const StripeGeometry& g, uint32_t slot, uint64_t offset,
+                                              uint64_t length) {
+  // The slot's bytes before x are exactly where its next byte at or after x
+  // lives in its object.
+  return {object_size_for_file_size(g, slot, offset), object_size_for_file_size(g, slot, offset + length)};
+}
+
 uint64_t file_end_of_object(const StripeGeometry& g, uint32_t slot, uint64_t object_size) {
   if (object_size == 0) return 0;
   uint64_t last = object_size - 1;  // object offset of the last byte

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace surge {
@@ -31,6 +32,12 @@ uint64_t object_offset_of(const StripeGeometry& g, uint64_t x, uint32_t* slot);
 // The size slot's object has when the file is exactly file_size bytes long
 // and fully written: what a truncate to file_size sets each object to.
 uint64_t object_size_for_file_size(const StripeGeometry& g, uint32_t slot, uint64_t file_size);
+
+// The range [first, second) of slot's object that holds the slot's bytes
+// of the file range [offset, offset + length): a slot's stripes lie end to
+// end in its object, so it is one range (empty when first == second).
+std::pair<uint64_t, uint64_t> object_range_of(const StripeGeometry& g, uint32_t slot, uint64_t offset,
+                                              uint64_t length);
 
 // The file size implied by slot's object being object_size bytes long
 // (the end of the last byte it holds), 0 for an empty object.

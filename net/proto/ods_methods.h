@@ -20,5 +20,6 @@ using OdsScrub = net::MethodDef<kServiceOds, 8, ScrubRequest, ScrubReply>;
 using OdsChainForward = net::MethodDef<kServiceOds, 9, ChainForwardRequest, ChainForwardReply>;
 using OdsListChunks = net::MethodDef<kServiceOds, 10, ListChunksRequest, ListChunksReply>;
 using OdsResyncChunk = net::MethodDef<kServiceOds, 11, ResyncChunkRequest, ResyncChunkReply>;
+using OdsFallocate = net::MethodDef<kServiceOds, 12, FallocateRequest, FallocateReply>;
 
 }  // namespace surge::proto::ods

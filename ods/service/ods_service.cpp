@@ -110,10 +110,14 @@ void OdsService::register_handlers(net::RpcServer& server) {
   server.add<pb::OdsScrub>([this](net::RpcContext&, const pb::ScrubRequest& q, pb::ScrubReply& r) {
     return counted(pb::OdsScrub::kMethod, scrub(q, r));
   });
+  server.add<pb::OdsFallocate>(
+      [this](net::RpcContext&, const pb::FallocateRequest& q, pb::FallocateReply& r) {
+        return counted(pb::OdsFallocate::kMethod, fallocate(q, r));
+      });
 }
 
 Status OdsService::counted(uint16_t method, Status st) {
-  static_assert(pb::OdsScrub::kMethod <= kMaxMethod, "grow kMaxMethod with the methods");
+  static_assert(pb::OdsFallocate::kMethod <= kMaxMethod, "grow kMaxMethod with the methods");
   if (method <= kMaxMethod) {
     requests_[method].fetch_add(1, std::memory_order_relaxed);
     if (!st.ok()) errors_[method].fetch_add(1, std::memory_order_relaxed);
@@ -124,7 +128,8 @@ Status OdsService::counted(uint16_t method, Status st) {
 
 std::string OdsService::metrics_text() {
   static const char* kNames[kMaxMethod + 1] = {"", "write", "read", "truncate", "remove",
-                                                "stat", "sync", "statfs", "scrub"};
+                                                "stat", "sync", "statfs", "scrub", "chain_forward",
+                                                "list_chunks", "resync_chunk", "fallocate"};
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   auto counter = [&](const char* name, const char* help, uint64_t v) {
@@ -398,6 +403,31 @@ Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
   resp.set_capacity_bytes(s.capacity_bytes);
   resp.set_free_bytes(s.free_bytes);
   resp.set_objects(s.objects);
+  return Status::OK();
+}
+
+Status OdsService::fallocate(const pb::FallocateRequest& req, pb::FallocateReply& resp) {
+  InflightGuard g(inflight_);
+  if (req.ref().chain_id() != 0) {
+    return Status::NotSupported("fallocate " + obj_name(req.object_id()) + ": chain " +
+                                std::to_string(req.ref().chain_id()) + " chunks are not served yet");
+  }
+  ObjectStore::SpaceOp op;
+  switch (req.mode()) {
+    case pb::FALLOCATE_RESERVE: op = ObjectStore::SpaceOp::kReserve; break;
+    case pb::FALLOCATE_PUNCH: op = ObjectStore::SpaceOp::kPunch; break;
+    case pb::FALLOCATE_ZERO: op = ObjectStore::SpaceOp::kZero; break;
+    default:
+      return Status::NotSupported("fallocate " + obj_name(req.object_id()) + ": unknown mode " +
+                                  std::to_string(static_cast<int>(req.mode())));
+  }
+  SURGE_RETURN_IF_ERROR(store_.fallocate(req.object_id(), req.offset(), req.length(), op, req.keep_size()));
+  auto size = store_.stat(req.object_id());
+  if (size.ok()) {
+    resp.set_object_size(*size);
+  } else if (size.status().code() != Code::kNotFound) {
+    return size.status();
+  }
   return Status::OK();
 }
 

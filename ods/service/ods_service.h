@@ -74,6 +74,7 @@ class OdsService {
   Status sync(const proto::ods::SyncRequest& req, proto::ods::SyncReply& resp);
   Status statfs(const proto::ods::StatFsRequest& req, proto::ods::StatFsReply& resp);
   Status scrub(const proto::ods::ScrubRequest& req, proto::ods::ScrubReply& resp);
+  Status fallocate(const proto::ods::FallocateRequest& req, proto::ods::FallocateReply& resp);
 
  private:
   size_t chunk_size() const { return chunk_; }
@@ -83,7 +84,7 @@ class OdsService {
   Status admit(const proto::ods::ChunkRef& ref, const char* op);
 
   // Metrics, by method id (1..kMaxMethod of net/proto/ods_methods.h).
-  static constexpr size_t kMaxMethod = 8;
+  static constexpr size_t kMaxMethod = 12;
   std::atomic<uint64_t> requests_[kMaxMethod + 1] = {};   // surge_ods_requests_total
   std::atomic<uint64_t> errors_[kMaxMethod + 1] = {};     // surge_ods_request_errors_total
   std::atomic<uint64_t> write_bytes_{0};                   // surge_ods_write_bytes_total

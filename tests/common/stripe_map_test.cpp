@@ -58,5 +58,41 @@ TEST(StripeMap, ObjectSizesMatchBruteForce) {
   }
 }
 
+// Brute force: the object range of each slot for a file range is exactly
+// the span of the object offsets its bytes map to.
+TEST(StripeMap, ObjectRangeOfAFileRangeMatchesBruteForce) {
+  StripeGeometry g{16, 3};
+  for (uint64_t off = 0; off < 100; off += 7) {
+    for (uint64_t len = 0; len < 120; len += 5) {
+      std::map<uint32_t, std::pair<uint64_t, uint64_t>> span;
+      for (uint64_t x = off; x < off + len; ++x) {
+        uint32_t slot;
+        uint64_t o = object_offset_of(g, x, &slot);
+        auto [it, fresh] = span.try_emplace(slot, o, o + 1);
+        if (!fresh) it->second = {std::min(it->second.first, o), std::max(it->second.second, o + 1)};
+      }
+      for (uint32_t slot = 0; slot < g.stripe_count; ++slot) {
+        auto [first, second] = object_range_of(g, slot, off, len);
+        auto it = span.find(slot);
+        if (it == span.end()) {
+          EXPECT_EQ(first, second) << off << "+" << len << " slot " << slot;
+        } else {
+          EXPECT_EQ(first, it->second.first) << off << "+" << len << " slot " << slot;
+          EXPECT_EQ(second, it->second.second) << off << "+" << len << " slot " << slot;
+          EXPECT_EQ(second - first, [&] {  // contiguous: as many bytes as map there
+            uint64_t n = 0;
+            for (uint64_t x = off; x < off + len; ++x) {
+              uint32_t s;
+              object_offset_of(g, x, &s);
+              n += s == slot;
+            }
+            return n;
+          }());
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace surge
