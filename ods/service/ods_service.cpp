@@ -408,10 +408,7 @@ Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
 
 Status OdsService::fallocate(const pb::FallocateRequest& req, pb::FallocateReply& resp) {
   InflightGuard g(inflight_);
-  if (req.ref().chain_id() != 0) {
-    return Status::NotSupported("fallocate " + obj_name(req.object_id()) + ": chain " +
-                                std::to_string(req.ref().chain_id()) + " chunks are not served yet");
-  }
+  SURGE_RETURN_IF_ERROR(admit(req.ref(), "fallocate"));
   ObjectStore::SpaceOp op;
   switch (req.mode()) {
     case pb::FALLOCATE_RESERVE: op = ObjectStore::SpaceOp::kReserve; break;

@@ -3,7 +3,8 @@
 // surge-mds that assigned its target id: a request naming another target
 // id (a stale map, or our address reused by another target) is refused
 // with WrongTarget and stores nothing; a request naming a chain the MDS's
-// table does not list us in is refused with WrongTarget too. Requests
+// table does not list us in is refused with WrongTarget too; so is a
+// fallocate for another target, which reserves nothing. Requests
 // naming our own id, or none (senders from before chains), are served.
 #include <gtest/gtest.h>
 
@@ -74,6 +75,17 @@ class OdsChainRefusalTest : public ::testing::Test {
     return client_->channel().call<pb::OdsRead>(q, &a, {&r, 1});
   }
 
+  Status fallocate(uint64_t id, const pb::ChunkRef& ref, uint64_t length) {
+    pb::FallocateRequest q;
+    q.set_object_id(id);
+    q.set_offset(0);
+    q.set_length(length);
+    q.set_mode(pb::FALLOCATE_RESERVE);
+    *q.mutable_ref() = ref;
+    pb::FallocateReply a;
+    return client_->channel().call<pb::OdsFallocate>(q, &a);
+  }
+
   TempDir dir_;
   std::string key_file_, key_, ods_address_;
   DaemonProcess mds_, ods_;
@@ -91,6 +103,22 @@ TEST_F(OdsChainRefusalTest, ARequestForAnotherTargetIsRefusedAndStoresNothing) {
   EXPECT_EQ(client_->stat(41).status().code(), Code::kNotFound) << "a refused write stored bytes";
   std::vector<std::byte> buf(100);
   EXPECT_EQ(read(41, other, buf).code(), Code::kWrongTarget);
+}
+
+TEST_F(OdsChainRefusalTest, AFallocateForAnotherTargetIsRefusedAndReservesNothing) {
+  pb::ChunkRef other;
+  other.set_target_id(own_id_ + 7);
+  Status st = fallocate(45, other, 8192);
+  EXPECT_EQ(st.code(), Code::kWrongTarget) << st.ToString();
+  EXPECT_EQ(client_->stat(45).status().code(), Code::kNotFound)
+      << "a refused fallocate made the object";
+  pb::ChunkRef mine;
+  mine.set_target_id(own_id_);
+  st = fallocate(45, mine, 8192);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto size = client_->stat(45);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, 8192u);
 }
 
 TEST_F(OdsChainRefusalTest, OwnTargetIdAndNoTargetIdAreServed) {
