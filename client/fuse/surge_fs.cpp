@@ -350,6 +350,22 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off
   fuse_reply_write(req, *n);
 }
 
+// The kernel checked that fi is open for writing and that a punch comes
+// with KEEP_SIZE; for PUNCH_HOLE and ZERO_RANGE it writes back and drops
+// its cached pages of the range itself, and it learns a grown size from
+// the mode (offset + length), so libsurge does the rest.
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                  fuse_file_info* fi) {
+  if (offset < 0 || length <= 0) {
+    fuse_reply_err(req, EINVAL);
+    return;
+  }
+  reply_status(req,
+               fs_of(req).client().fallocate(*file_of(fi), mode, static_cast<uint64_t>(offset),
+                                             static_cast<uint64_t>(length)),
+               "fallocate", ino);
+}
+
 void op_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   reply_status(req, fs_of(req).client().flush(*file_of(fi)), "flush", ino);
 }
@@ -541,6 +557,7 @@ fuse_lowlevel_ops make_ops() {
   o.read = op_read;
   o.write = op_write;
   o.flush = op_flush;
+  o.fallocate = op_fallocate;
   o.release = op_release;
   o.fsync = op_fsync;
   o.opendir = op_opendir;

@@ -93,6 +93,11 @@ int surge_fsync(surge_t* fs, surge_file_t* f) {
   return st.ok() ? 0 : neg(st);
 }
 
+int surge_fallocate(surge_t* fs, surge_file_t* f, int mode, uint64_t offset, uint64_t length) {
+  surge::Status st = fs->client->fallocate(*f->file, mode, offset, length);
+  return st.ok() ? 0 : neg(st);
+}
+
 void* surge_alloc_buffer(surge_t* fs, size_t size) {
   auto b = fs->client->register_buffer(size);
   if (!b.ok()) return nullptr;

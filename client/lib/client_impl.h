@@ -81,6 +81,7 @@ class ClientImpl : public Client {
   Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) override;
   Result<std::unique_ptr<RegisteredBuffer>> try_pool_buffer(size_t size) override;
   void set_read_ahead(File& f, size_t bytes) override;
+  Status fallocate(File& f, int mode, uint64_t offset, uint64_t length) override;  // fallocate.cpp
 
   using Client::link;
   using Client::mkdir;

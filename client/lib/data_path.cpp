@@ -50,6 +50,13 @@ std::unique_ptr<ReadBatch> DataPath::start_read(Ino ino, const StripeLayout& lay
   return b;
 }
 
+Status DataPath::fallocate(Ino ino, const StripeLayout& layout, uint64_t offset, uint64_t length,
+                           proto::ods::FallocateMode mode, bool keep_size) {
+  // Reserve, punch and zero are idempotent: redoing the whole range is safe.
+  auto attempt = [&] { return io_.fallocate(ino, layout, offset, length, mode, keep_size); };
+  return retry_refused(attempt, attempt());
+}
+
 Status DataPath::sync(Ino ino, const StripeLayout& layout) {
   return io_.sync(ino, layout);
 }

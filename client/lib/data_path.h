@@ -45,6 +45,10 @@ class DataPath {
   // The same, issued at once and not waited for (read ahead).
   std::unique_ptr<ReadBatch> start_read(Ino ino, const StripeLayout& layout, void* buf, size_t len,
                                         uint64_t offset);
+  // fallocate of the file range [offset, offset + length) on every target
+  // it touches (reserve, punch or zero; fallocate.cpp).
+  Status fallocate(Ino ino, const StripeLayout& layout, uint64_t offset, uint64_t length,
+                   proto::ods::FallocateMode mode, bool keep_size);
   // Makes what was written to ino durable on every target of its layout.
   Status sync(Ino ino, const StripeLayout& layout);
 

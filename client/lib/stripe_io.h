@@ -21,6 +21,7 @@
 
 #include "client/lib/cluster_map_cache.h"
 #include "common/status.h"
+#include "net/proto/ods.pb.h"
 #include "net/rpc_channel.h"
 #include "surge/client.h"
 
@@ -122,6 +123,10 @@ class StripeIo {
   // buf must stay valid until the batch's wait() returns.
   std::unique_ptr<ReadBatch> start_read(uint64_t object_id, const StripeLayout& layout, void* buf,
                                         size_t len, uint64_t offset);
+  // fallocate of the file range [offset, offset + length): one OdsFallocate
+  // per target whose object the range touches, all at once (fallocate.cpp).
+  Status fallocate(uint64_t object_id, const StripeLayout& layout, uint64_t offset,
+                   uint64_t length, proto::ods::FallocateMode mode, bool keep_size);
   // Makes object_id durable on every target of the layout.
   Status sync(uint64_t object_id, const StripeLayout& layout);
 

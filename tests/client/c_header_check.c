@@ -14,7 +14,7 @@ int main(void) {
   o.mds_timeout_ms = 300;
   int rc = surge_connect(&o, &fs);
   void* fns[] = {(void*)surge_open, (void*)surge_close, (void*)surge_pread, (void*)surge_pwrite,
-                 (void*)surge_fsync, (void*)surge_stat, (void*)surge_truncate, (void*)surge_mkdir,
+                 (void*)surge_fsync, (void*)surge_fallocate, (void*)surge_stat, (void*)surge_truncate, (void*)surge_mkdir,
                  (void*)surge_rmdir, (void*)surge_unlink, (void*)surge_rename, (void*)surge_link,
                  (void*)surge_symlink, (void*)surge_readdir, (void*)surge_getxattr,
                  (void*)surge_setxattr, (void*)surge_statfs, (void*)surge_alloc_buffer,

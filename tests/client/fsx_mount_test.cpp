@@ -1,6 +1,7 @@
 // fsx in the spirit of the classic file system exerciser: thousands of
 // random operations (pwrite, pread, ftruncate up and down, mmap reads,
-// fsync, close and reopen) on one file through a real FUSE mount, each read
+// fsync, close and reopen, and fallocate: punch hole, zero range with and
+// without KEEP_SIZE, reserve with and without it) on one file through a real FUSE mount, each read
 // checked against a shadow copy kept in memory. 64 KiB stripes over 3 data
 // servers, so the offsets cross stripe, object and block boundaries all the
 // time. A fixed seed makes a failure repeatable; the log names the op.
@@ -8,6 +9,7 @@
 // then direct, mmap through the page cache beside it) and with
 // rdwr_direct=0 (the page cache for everything, as on older kernels).
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -47,7 +49,8 @@ TEST_P(Fsx, RandomOperationsMatchAShadowFile) {
   std::string buf;
   for (int op = 0; op < kOps; ++op) {
     const uint64_t size = shadow.size();
-    switch (pick(10)) {
+    const uint64_t op_kind = pick(13);
+    switch (op_kind) {
       case 0:
       case 1:
       case 2: {  // write, often past the end
@@ -95,6 +98,34 @@ TEST_P(Fsx, RandomOperationsMatchAShadowFile) {
         struct stat st;
         ASSERT_EQ(::fstat(fd, &st), 0);
         ASSERT_EQ(static_cast<uint64_t>(st.st_size), size) << "op " << op << " size";
+        break;
+      }
+      case 10:    // punch a hole (Linux: only with KEEP_SIZE)
+      case 11:    // zero a range, growing the file or not
+      case 12: {  // reserve, growing the file or not
+        uint64_t off = pick(std::min<uint64_t>(kMaxSize - 1, size + (1 << 20)));
+        uint64_t len = 1 + pick(std::min<uint64_t>(kMaxSize - off, 1536 * 1024));
+        const bool keep = pick(2) == 0;
+        int mode = 0;
+        const char* name = "reserve";
+        if (op_kind == 10) {
+          mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+          name = "punch";
+        } else if (op_kind == 11) {
+          mode = FALLOC_FL_ZERO_RANGE | (keep ? FALLOC_FL_KEEP_SIZE : 0);
+          name = "zero";
+        } else {
+          mode = keep ? FALLOC_FL_KEEP_SIZE : 0;
+        }
+        ASSERT_EQ(::fallocate(fd, mode, static_cast<off_t>(off), static_cast<off_t>(len)), 0)
+            << "op " << op << " " << name << " mode " << mode << " " << off << "+" << len << ": "
+            << strerror(errno);
+        if (!(mode & FALLOC_FL_KEEP_SIZE) && shadow.size() < off + len) shadow.resize(off + len, '\0');
+        if (op_kind != 12 && off < shadow.size()) {
+          std::fill(shadow.begin() + static_cast<std::ptrdiff_t>(off),
+                    shadow.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(off + len, shadow.size())),
+                    '\0');
+        }
         break;
       }
       default: {  // close and open again

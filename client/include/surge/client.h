@@ -163,6 +163,13 @@ struct ClusterStatus {
   std::vector<TargetStatus> targets;
 };
 
+// fallocate modes, with the values of Linux's FALLOC_FL_* (linux/falloc.h).
+enum FallocateFlags : int {
+  kFallocKeepSize = 0x01,
+  kFallocPunchHole = 0x02,
+  kFallocZeroRange = 0x10,
+};
+
 // rename flags, as renameat2.
 enum RenameFlags : uint32_t { kRenameNoReplace = 1, kRenameExchange = 2 };
 // setxattr flags, as setxattr(2).
@@ -263,6 +270,19 @@ class Client {
   virtual Result<size_t> pwrite_from(File& f, std::unique_ptr<RegisteredBuffer> buf,
                                      const std::byte* data, size_t len, uint64_t offset,
                                      const std::function<void()>& on_accepted) = 0;
+  // fallocate(2) on an open file (mode: kFalloc* bits, Linux's values):
+  //   0: reserve [offset, offset + length) on the data servers, so a later
+  //      write of it cannot fail for space, and grow the file to cover it
+  //      (the MDS records the size, as for a truncate up);
+  //   kFallocKeepSize: reserve without changing the size;
+  //   kFallocPunchHole | kFallocKeepSize: free the range, which reads as
+  //      zeros (Linux requires KEEP_SIZE with a punch);
+  //   kFallocZeroRange [| kFallocKeepSize]: the range reads as zeros and
+  //      stays reserved; without KEEP_SIZE the file grows to cover it.
+  // Writes of this client still in flight land first. Other modes
+  // (collapse, insert range, ...) are NotSupported (EOPNOTSUPP); a file
+  // not open for writing is BadFile (EBADF); length 0 is InvalidArgument.
+  virtual Status fallocate(File& f, int mode, uint64_t offset, uint64_t length) = 0;
   // Read ahead for this open file only, in place of ClientOptions'
   // read_ahead_bytes (0: off). surge-fuse turns it on for the files it
   // opens direct, where the kernel does not read ahead.

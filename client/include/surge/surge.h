@@ -39,6 +39,11 @@ int surge_close(surge_t* fs, surge_file_t* f);
 ssize_t surge_pread(surge_t* fs, surge_file_t* f, void* buf, size_t len, uint64_t offset);
 ssize_t surge_pwrite(surge_t* fs, surge_file_t* f, const void* buf, size_t len, uint64_t offset);
 int surge_fsync(surge_t* fs, surge_file_t* f);
+/* fallocate(2) on an open file: mode 0 (reserve and grow), FALLOC_FL_KEEP_SIZE
+ * (reserve only), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE (free; reads as
+ * zeros), FALLOC_FL_ZERO_RANGE [| FALLOC_FL_KEEP_SIZE]; the values of
+ * linux/falloc.h. Other modes: -EOPNOTSUPP; not open for writing: -EBADF. */
+int surge_fallocate(surge_t* fs, surge_file_t* f, int mode, uint64_t offset, uint64_t length);
 
 /* Registered memory for the zero-copy path; free with surge_free_buffer. */
 void* surge_alloc_buffer(surge_t* fs, size_t size);
