@@ -59,6 +59,10 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     if (options_.cluster_key.empty()) {
       return Status::InvalidArgument("server on " + options_.listen + ": empty cluster key");
     }
+    if (options_.handshake_timeout.count() <= 0) {
+      return Status::InvalidArgument("server on " + options_.listen +
+                                     ": the handshake timeout must be positive");
+    }
     if (options_.credits_per_connection == 0 || options_.worker_threads < 1 ||
         options_.io_threads < 1) {
       return Status::InvalidArgument("server on " + options_.listen +
@@ -71,6 +75,8 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     t.io_threads = options_.io_threads;
     t.credits_per_connection = options_.credits_per_connection;
     t.handshake_timeout = options_.handshake_timeout;
+    t.max_unauthenticated_connections = options_.max_unauthenticated_connections;
+    t.max_unauthenticated_per_address = options_.max_unauthenticated_per_address;
     t.pool = pool_.get();
     if (ep.kind == TransportKind::kRdma) {
       SURGE_ASSIGN_OR_RETURN(transport_, make_rdma_server(t, this));

@@ -61,6 +61,12 @@ struct ServerOptions {
   BufferPoolOptions pool;
   // A connection that has not authenticated within this is closed (logged).
   std::chrono::milliseconds handshake_timeout{5000};
+  // Connections still in the handshake, in total and from one peer address
+  // (0: no limit). One more is refused at once (a GoAway(Unavailable) over
+  // TCP, a rejected connection request over RDMA), so peers that never
+  // prove the key hold at most these many handshake-sized buffers.
+  uint32_t max_unauthenticated_connections = 256;
+  uint32_t max_unauthenticated_per_address = 32;
 };
 
 class RpcServer {

@@ -220,6 +220,9 @@ struct ServerTransportOptions {
   int io_threads = 2;
   uint32_t credits_per_connection = 128;  // advertised in the handshake
   std::chrono::milliseconds handshake_timeout{5000};
+  // Connections still in the handshake (0: no limit); see ServerOptions.
+  uint32_t max_unauthenticated_connections = 256;
+  uint32_t max_unauthenticated_per_address = 32;
   BufferPool* pool = nullptr;  // the server's pool (RDMA registers it)
 };
 

@@ -107,6 +107,9 @@ int run(const MdsConfig& cfg) {
   sv.io_threads = cfg.io_threads;
   sv.worker_threads = cfg.worker_threads;
   sv.credits_per_connection = cfg.credits_per_connection;
+  sv.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
+  sv.max_unauthenticated_connections = cfg.max_unauthenticated_connections;
+  sv.max_unauthenticated_per_address = cfg.max_unauthenticated_per_address;
   sv.pool.name = "mds";
   // Metadata moves no bulk data: a small pool.
   sv.pool.classes = {{4096, 64}, {64 * 1024, 16}};

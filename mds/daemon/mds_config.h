@@ -21,6 +21,9 @@ struct MdsConfig {
   int io_threads = 2;
   int worker_threads = 8;
   uint32_t credits_per_connection = 128;
+  uint32_t handshake_timeout_ms = 5000;
+  uint32_t max_unauthenticated_connections = 256;  // 0: no limit
+  uint32_t max_unauthenticated_per_address = 32;   // 0: no limit
   // [store]
   bool sync = true;
   uint64_t block_cache_mb = 64;

@@ -754,6 +754,13 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
     return;
   }
   bool more = (flags & kFlagMore) != 0;
+  if (st == State::kHandshake && (more || !frag_data_.empty())) {
+    // Handshake frames fit one buffer: a peer that has not proven the key
+    // gets nothing assembled for it.
+    fail(Status::ProtocolError("rdma: fragmented message from " + peer_ +
+                               " before the handshake is done"));
+    return;
+  }
   if (more || !frag_data_.empty()) {
     if (frag_data_.size() + len > kMaxMessage) {
       frag_data_.clear();

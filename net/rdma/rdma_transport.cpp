@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "net/frame.h"
+#include "net/preauth_limits.h"
 #include "net/rdma/rdma_connection.h"
 #include "net/rdma/rdma_event_loop.h"
 #include "net/transport.h"
@@ -581,6 +582,28 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
       rdma_destroy_id(ev.id);
       return;
     }
+    // Refused before anything (QP, receive buffers) is set up for it.
+    const std::string host = peer_host(ev.id);
+    if (Status full = preauth_.admit(host); !full.ok()) {
+      rdma_reject(ev.id, nullptr, 0);
+      rdma_destroy_id(ev.id);
+      const auto now = std::chrono::steady_clock::now();
+      ++refused_;
+      if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
+        last_refusal_log_ = now;
+        SLOG_WARN("rdma: refusing a connection request from {} on {}: {} ({} refused so far)",
+                  host, address_, full.message(), refused_);
+      }
+      return;
+    }
+    // Its slot goes back once, when it authenticates or closes first.
+    auto slot = std::make_shared<bool>(true);
+    auto release = [this, slot, host] {
+      if (*slot) {
+        *slot = false;
+        preauth_.release(host);
+      }
+    };
     // The wrapper exists before the connection so callbacks can name it;
     // none runs before Accept returns (they run on this thread).
     auto sc = std::make_shared<RdmaServerConnection>("rdma://?");
@@ -589,7 +612,9 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
     cbs.on_message = [this, weak](RdmaMessage m) {
       if (auto s = weak.lock()) on_request(s, std::move(m));
     };
-    cbs.on_closed = [this, weak](const Status& why) {
+    cbs.on_ready = release;
+    cbs.on_closed = [this, weak, release](const Status& why) {
+      release();
       auto s = weak.lock();
       if (!s) return;
       SLOG_DEBUG("rdma: connection {} closed: {}", s->peer(), why.ToString());
@@ -599,6 +624,7 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
                                     options_.credits_per_connection, options_.pool, std::move(cbs),
                                     options_.handshake_timeout);
     if (!c.ok()) {
+      release();
       SLOG_WARN("rdma: refused a connection on {}: {}", address_, c.status().ToString());
       return;
     }
@@ -616,6 +642,17 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
       return std::memcmp(&a, &in6addr_any, sizeof a) == 0;
     }
     return false;
+  }
+
+  static std::string peer_host(rdma_cm_id* id) {
+    sockaddr* sa = rdma_get_peer_addr(id);
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(sa)->sin_addr, host, sizeof host);
+    } else if (sa->sa_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(sa)->sin6_addr, host, sizeof host);
+    }
+    return host;
   }
 
   void on_request(const std::shared_ptr<RdmaServerConnection>& sc, RdmaMessage m) {
@@ -684,6 +721,11 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
   // Requests delivered whose handlers have not finished (any thread).
   std::shared_ptr<std::atomic<uint32_t>> in_service_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::unordered_map<RdmaServerConnection*, std::shared_ptr<RdmaServerConnection>> conns_;
+  // Connections in the handshake, per address and in total (loop thread).
+  PreauthLimits preauth_{options_.max_unauthenticated_connections,
+                         options_.max_unauthenticated_per_address};
+  uint64_t refused_ = 0;                                  // loop thread
+  std::chrono::steady_clock::time_point last_refusal_log_{};  // loop thread
 };
 
 }  // namespace

@@ -28,6 +28,7 @@
 
 #include "common/log.h"
 #include "net/auth.h"
+#include "net/preauth_limits.h"
 #include "net/tcp/io_pool.h"
 #include "net/tcp/tcp_stream.h"
 
@@ -125,12 +126,16 @@ class ServerConn final : public TcpStream {
              const ServerTransportOptions& options, RequestSink* sink,
              std::function<void(ServerConn*)> on_gone,
              std::shared_ptr<std::atomic<int>> in_service_on_thread)
-      : TcpStream(io, std::move(socket), std::move(peer)),
+      : TcpStream(io, std::move(socket), std::move(peer), /*handshake_only=*/true),
         options_(options),
         sink_(sink),
         on_gone_(std::move(on_gone)),
         timer_(io),
         in_service_(std::move(in_service_on_thread)) {}
+
+  // Called once, when the connection authenticates or closes before it
+  // does: gives back its unauthenticated slot (PreauthLimits).
+  void set_on_authenticated_or_gone(std::function<void()> f) { unauth_slot_ = std::move(f); }
 
   // Starts the handshake deadline and the read loop.
   void begin() {
@@ -199,6 +204,7 @@ class ServerConn final : public TcpStream {
 
   void on_closed(const Status& why) override {
     timer_.cancel();
+    release_unauth_slot();
     if (state_.load() == State::kReady && why.code() == Code::kDisconnected &&
         why.message().find("closed the connection") != std::string::npos) {
       SLOG_DEBUG("connection from {} closed", peer());
@@ -212,6 +218,15 @@ class ServerConn final : public TcpStream {
 
  private:
   enum class State { kAwaitHello, kAwaitProof, kReady };
+
+  void release_unauth_slot() {
+    std::function<void()> f;
+    {
+      std::lock_guard lk(slot_mu_);
+      f.swap(unauth_slot_);
+    }
+    if (f) f();
+  }
 
   void reject(const Status& why) {
     // Tell the peer why (best effort), then close.
@@ -260,6 +275,8 @@ class ServerConn final : public TcpStream {
     iovec part{mine.data(), mine.size()};
     state_ = State::kReady;
     timer_.cancel();
+    open_frames();  // body is not used past this point
+    release_unauth_slot();
     view_ = std::make_shared<View>(self(), peer());
     (void)send_frame(w, {&part, 1});
   }
@@ -313,6 +330,8 @@ class ServerConn final : public TcpStream {
   Nonce client_nonce_{};
   Nonce server_nonce_{};
   std::shared_ptr<View> view_;
+  std::mutex slot_mu_;
+  std::function<void()> unauth_slot_;
 };
 
 Status TcpRequestBulk::pull(size_t region, uint64_t offset, std::span<std::byte> dst) {
@@ -368,7 +387,9 @@ class TcpServerTransport final : public ServerTransport {
       : options_(options),
         sink_(sink),
         io_(options.io_threads, "surge-srv"),
-        acceptor_(io_.next()) {
+        acceptor_(io_.next()),
+        preauth_(options.max_unauthenticated_connections,
+                 options.max_unauthenticated_per_address) {
     for (size_t i = 0; i < io_.size(); ++i) {
       in_service_.push_back(std::make_shared<std::atomic<int>>(0));
     }
@@ -447,6 +468,9 @@ class TcpServerTransport final : public ServerTransport {
 
   void on_accept(tcp::socket socket) {
     std::string peer = peer_name(socket);
+    boost::system::error_code ec;
+    const std::string host = socket.remote_endpoint(ec).address().to_string();
+    if (Status full = preauth_.admit(host); !full.ok()) return refuse(std::move(socket), peer, full);
     tune_socket(socket.native_handle(), peer);
     auto& io = static_cast<asio::io_context&>(socket.get_executor().context());
     const size_t thread = io_.index_of(io);
@@ -457,11 +481,38 @@ class TcpServerTransport final : public ServerTransport {
           conns_.erase(c);
         },
         thread < in_service_.size() ? in_service_[thread] : std::make_shared<std::atomic<int>>(1));
+    conn->set_on_authenticated_or_gone([this, host] { preauth_.release(host); });
     {
       std::lock_guard lk(mu_);
       conns_[conn.get()] = conn;
     }
     conn->begin();
+  }
+
+  // Over a limit: a GoAway saying why (if the socket takes it at once),
+  // then close. Logged at most once a second, with how many were refused.
+  void refuse(tcp::socket socket, const std::string& peer, const Status& why) {
+    FrameHeader h;
+    h.type = FrameType::kGoAway;
+    h.status = static_cast<uint16_t>(why.code());
+    const std::string& text = why.message();
+    h.body_length = static_cast<uint32_t>(std::min(text.size(), kMaxHandshakeBody));
+    std::byte hdr[kFrameHeaderSize];
+    encode_header(h, hdr);
+    iovec iov[2] = {{hdr, sizeof hdr}, {const_cast<char*>(text.data()), h.body_length}};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
+    (void)::sendmsg(socket.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    boost::system::error_code ec;
+    socket.close(ec);
+    const uint64_t n = refused_.fetch_add(1) + 1;
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lk(mu_);
+    if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
+      last_refusal_log_ = now;
+      SLOG_WARN("refusing connection from {}: {} ({} refused so far)", peer, why.message(), n);
+    }
   }
 
   const ServerTransportOptions options_;
@@ -473,6 +524,9 @@ class TcpServerTransport final : public ServerTransport {
   std::atomic<bool> stopped_{false};
   std::mutex mu_;
   std::unordered_map<ServerConn*, std::weak_ptr<ServerConn>> conns_;
+  PreauthLimits preauth_;
+  std::atomic<uint64_t> refused_{0};
+  std::chrono::steady_clock::time_point last_refusal_log_{};  // guarded by mu_
   // Per I/O thread: requests delivered and not yet finished (see the top).
   std::vector<std::shared_ptr<std::atomic<int>>> in_service_;
 };

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "net/auth.h"
 
 namespace surge::net::tcp {
 
@@ -103,7 +104,7 @@ Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
 }
 
 TcpStream::TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket,
-                     std::string peer)
+                     std::string peer, bool handshake_only)
     : io_(io),
       readiness_(ReadinessService::of(io)),
       // Out of Asio's reactor: readiness is watched only while armed (see
@@ -111,7 +112,13 @@ TcpStream::TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket s
       fd_(socket.release()),
       readiness_key_(readiness_.add(fd_)),
       peer_(std::move(peer)),
-      rbuf_(kReadBufferSize) {}
+      rbuf_(handshake_only ? kHandshakeReadBufferSize : kReadBufferSize),
+      handshake_only_(handshake_only) {}
+
+void TcpStream::open_frames() {
+  handshake_only_ = false;
+  if (rbuf_.size() < kReadBufferSize) rbuf_.resize(kReadBufferSize);
+}
 
 TcpStream::~TcpStream() {
   readiness_.remove(readiness_key_);
@@ -303,6 +310,17 @@ TcpStream::Step TcpStream::run_frames(const std::atomic<bool>* until) {
         return Step::kStop;
       }
       cur_ = *h;
+      if (handshake_only_ && (cur_.body_length > kMaxHandshakeBody || cur_.descriptor_count > 0 ||
+                              cur_.payload_length > 0)) {
+        fail(Status::ProtocolError(
+            std::string(frame_type_name(cur_.type)) + " frame from " + peer_ + " declares " +
+            std::to_string(cur_.body_length) + " body bytes, " +
+            std::to_string(cur_.descriptor_count) + " descriptors and " +
+            std::to_string(cur_.payload_length) +
+            " payload bytes before the peer has authenticated (at most " +
+            std::to_string(kMaxHandshakeBody) + " body bytes, nothing else)"));
+        return Step::kStop;
+      }
       have_header_ = true;
       size_t need = kFrameHeaderSize + cur_.trailer_length();
       if (rbuf_.size() - rpos_ < need) {

@@ -61,6 +61,9 @@ inline constexpr std::chrono::milliseconds kIoStallTimeout{30000};
 // copied out of the read buffer instead of received in place.
 inline constexpr size_t kFrameReadChunk = 16 * 1024;
 inline constexpr size_t kReadBufferSize = 64 * 1024;
+// The read buffer of a connection that has not authenticated yet: one
+// handshake frame (or GoAway) fits, nothing a header declares is allocated.
+inline constexpr size_t kHandshakeReadBufferSize = 8 * 1024;
 // SO_SNDBUF / SO_RCVBUF (the kernel doubles it).
 inline constexpr int kSocketBufferBytes = 4 << 20;
 // Sockets stay in blocking mode: the I/O thread always passes MSG_DONTWAIT,
@@ -83,7 +86,12 @@ Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
 
 class TcpStream : public std::enable_shared_from_this<TcpStream> {
  public:
-  TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket, std::string peer);
+  // handshake_only: until open_frames(), every frame must be
+  // handshake-sized (a body of at most kMaxHandshakeBody, no descriptors,
+  // no payload; anything larger fails the connection before a byte of it
+  // is buffered) and the read buffer stays kHandshakeReadBufferSize.
+  TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket socket, std::string peer,
+            bool handshake_only = false);
   virtual ~TcpStream();
   TcpStream(const TcpStream&) = delete;
   TcpStream& operator=(const TcpStream&) = delete;
@@ -113,6 +121,10 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   virtual bool want_io_reads() { return true; }
 
   boost::asio::io_context& io() { return io_; }
+
+  // From on_frame, once the peer has authenticated: full-size frames from
+  // here on, and the full read buffer.
+  void open_frames();
 
   // Server side. pause() from on_frame stops the read loop after the
   // current frame; resume() (any thread) restarts it on the I/O thread.
@@ -170,6 +182,7 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   size_t rpos_ = 0;
   size_t rend_ = 0;
   bool have_header_ = false;
+  bool handshake_only_;  // see the constructor
   // The last recv() came back short: the socket is (very likely) empty, so
   // wait for readiness instead of paying for a recv() that says EAGAIN.
   // Safe: arming re-evaluates readiness (EPOLL_CTL_MOD).

@@ -55,6 +55,9 @@ int run(const OdsConfig& cfg) {
   opts.io_threads = cfg.io_threads;
   opts.worker_threads = cfg.worker_threads;
   opts.credits_per_connection = cfg.credits_per_connection;
+  opts.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
+  opts.max_unauthenticated_connections = cfg.max_unauthenticated_connections;
+  opts.max_unauthenticated_per_address = cfg.max_unauthenticated_per_address;
   opts.pool.name = "ods";
   opts.pool.classes = {{4096, cfg.pool_4k_buffers}, {64 * 1024, cfg.pool_64k_buffers},
                        {1024 * 1024, cfg.pool_1m_buffers}};

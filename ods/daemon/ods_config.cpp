@@ -55,7 +55,8 @@ Status load_config_file(const std::string& path, OdsConfig& c) {
   if (const toml::table* t = section("server")) {
     SURGE_RETURN_IF_ERROR(check_keys(*t, "server",
                                      {"data_dir", "listen", "advertise", "cluster_key_file", "metrics_listen", "io_threads",
-                                      "worker_threads", "credits_per_connection"},
+                                      "worker_threads", "credits_per_connection", "handshake_timeout_ms",
+                                      "max_unauthenticated_connections", "max_unauthenticated_per_address"},
                                      path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "data_dir", c.data_dir, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "listen", c.listen, path));
@@ -65,6 +66,11 @@ Status load_config_file(const std::string& path, OdsConfig& c) {
     SURGE_RETURN_IF_ERROR(get(*t, "server", "io_threads", c.io_threads, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "worker_threads", c.worker_threads, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "credits_per_connection", c.credits_per_connection, path));
+    SURGE_RETURN_IF_ERROR(get(*t, "server", "handshake_timeout_ms", c.handshake_timeout_ms, path));
+    SURGE_RETURN_IF_ERROR(
+        get(*t, "server", "max_unauthenticated_connections", c.max_unauthenticated_connections, path));
+    SURGE_RETURN_IF_ERROR(
+        get(*t, "server", "max_unauthenticated_per_address", c.max_unauthenticated_per_address, path));
   }
   if (const toml::table* t = section("mds")) {
     SURGE_RETURN_IF_ERROR(check_keys(*t, "mds", {"address", "heartbeat_interval_ms", "retry_ms"}, path));

@@ -21,6 +21,9 @@ struct OdsConfig {
   int io_threads = 2;
   int worker_threads = 8;
   uint32_t credits_per_connection = 128;
+  uint32_t handshake_timeout_ms = 5000;
+  uint32_t max_unauthenticated_connections = 256;  // 0: no limit
+  uint32_t max_unauthenticated_per_address = 32;   // 0: no limit
   // [mds]
   std::string mds = "tcp://127.0.0.1:7100";  // empty: run without an MDS
   uint32_t heartbeat_interval_ms = 0;        // 0: what the MDS asks for
