@@ -26,6 +26,7 @@ struct Worker {
   std::unique_ptr<RegisteredBuffer> pooled;  // registered; given away by take_receive_buffer
   std::unique_ptr<std::byte[]> heap;         // when the pool had nothing free
   std::byte* current = nullptr;              // what the request in hand was read into
+  size_t current_len = 0;
 };
 
 thread_local Worker* tls_worker = nullptr;
@@ -92,8 +93,10 @@ void work(fuse_session* se, Client& client, Worker& w, const std::atomic<bool>& 
       break;
     }
     w.current = mem;
+    w.current_len = static_cast<size_t>(res);
     fuse_session_process_buf(se, &buf);
     w.current = nullptr;
+    w.current_len = 0;
   }
   tls_worker = nullptr;
   w.done.store(true, std::memory_order_release);
@@ -164,6 +167,13 @@ std::unique_ptr<RegisteredBuffer> take_receive_buffer(const void* data, size_t l
     return nullptr;
   }
   return std::move(w->pooled);
+}
+
+const std::byte* current_request(size_t* len) {
+  Worker* w = tls_worker;
+  if (w == nullptr || w->current == nullptr) return nullptr;
+  *len = w->current_len;
+  return w->current;
 }
 
 }  // namespace surge::fuse

@@ -39,4 +39,8 @@ int run_fuse_loop(fuse_session* se, Client& client, unsigned threads);
 // otherwise (plain memory, or not on a loop worker).
 std::unique_ptr<RegisteredBuffer> take_receive_buffer(const void* data, size_t len);
 
+// The raw request (kernel header first) the calling worker is processing,
+// and its length; null off a loop worker.
+const std::byte* current_request(size_t* len);
+
 }  // namespace surge::fuse

@@ -33,10 +33,12 @@ constexpr size_t kInitOutFlags2At = 32;       // fuse_init_out.flags2
 constexpr uint32_t kMaxPagesFlag = 1u << 22;  // FUSE_MAX_PAGES: max_pages is valid
 constexpr uint32_t kInitExt = 1u << 30;       // FUSE_INIT_EXT: flags2 is valid
 constexpr uint32_t kAllowMmap2 = 1u << (36 - 32);  // FUSE_DIRECT_IO_ALLOW_MMAP
+constexpr uint32_t kKillprivV2 = 1u << 28;    // FUSE_HANDLE_KILLPRIV_V2
 
 constexpr uint16_t kMaxPages = 512;
 
 std::atomic<uint64_t> g_init_unique{0};
+std::atomic<uint32_t> g_offered{0};   // the kernel's INIT flags
 std::atomic<uint32_t> g_offered2{0};  // the kernel's flags2, when it set INIT_EXT
 std::atomic<bool> g_granted{false};
 
@@ -58,6 +60,7 @@ ssize_t read_request(int fd, void* buf, size_t len, void*) {
       load<uint32_t>(buf, kInOpcodeAt) == kOpInit) {
     const void* in = static_cast<const char*>(buf) + kInHeaderSize;
     uint32_t flags = load<uint32_t>(in, kInitInFlagsAt);
+    g_offered.store(flags);
     g_offered2.store((flags & kInitExt) ? load<uint32_t>(in, kInitInFlags2At) : 0);
     g_init_unique.store(load<uint64_t>(buf, kInUniqueAt));
   }
@@ -88,6 +91,16 @@ void extend_init_reply(iovec* iov, int count) {
     store<uint16_t>(iov[1].iov_base, kInitOutMaxPagesAt, kMaxPages);
     SLOG_INFO("fuse: init: asked for {} pages per request (fs.fuse.max_pages_limit: {})",
               kMaxPages, pages_limit());
+  }
+  if (g_offered.load() & kKillprivV2) {
+    // Setuid/setgid are cleared by us (kill_privs.h), told by the kernel
+    // which writes, truncates and O_TRUNC opens come without CAP_FSETID.
+    flags |= kKillprivV2;
+    store<uint32_t>(iov[1].iov_base, kInitOutFlagsAt, flags);
+    SLOG_INFO("fuse: init: setuid/setgid cleared by the file system (FUSE_HANDLE_KILLPRIV_V2)");
+  } else {
+    SLOG_WARN("fuse: init: the kernel does not offer FUSE_HANDLE_KILLPRIV_V2; writes by others"
+              " than root may keep setuid/setgid bits");
   }
   if (!(flags & kInitExt) || !(g_offered2.load() & kAllowMmap2)) {
     SLOG_INFO("fuse: init: the kernel does not offer direct-IO mmap");
@@ -123,5 +136,7 @@ bool install_init_extensions(fuse_session* se) {
 }
 
 bool direct_io_mmap_granted() { return g_granted.load(); }
+
+bool killpriv_v2_offered() { return (g_offered.load() & kKillprivV2) != 0; }
 
 }  // namespace surge::fuse

@@ -8,7 +8,10 @@
 //     read into memory that is not page-aligned spans 257 pages, which the
 //     kernel would split into two requests (it clamps this to
 //     fs.fuse.max_pages_limit; the max_read mount option still caps a
-//     request at 1 MiB).
+//     request at 1 MiB);
+//   * FUSE_HANDLE_KILLPRIV_V2 (Linux 5.12+): the kernel leaves clearing
+//     setuid/setgid to us and flags the requests whose caller lacks
+//     CAP_FSETID (kill_privs.h).
 //
 // It works through libfuse's custom-IO hook: reads and writes of /dev/fuse
 // pass through here unchanged, except the INIT reply, which is changed in
@@ -26,5 +29,9 @@ bool install_init_extensions(fuse_session* se);
 
 // Whether the kernel accepted FUSE_DIRECT_IO_ALLOW_MMAP on this mount.
 bool direct_io_mmap_granted();
+
+// Whether the kernel's INIT offered FUSE_HANDLE_KILLPRIV_V2 (known before
+// the init operation runs); the reply then asks for it.
+bool killpriv_v2_offered();
 
 }  // namespace surge::fuse

@@ -5,12 +5,14 @@
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "client/fuse/fuse_loop.h"
 #include "client/fuse/init_extensions.h"
+#include "client/fuse/kill_privs.h"
 #include "common/log.h"
 
 namespace surge::fuse {
@@ -97,8 +99,26 @@ void reply_status(fuse_req_t req, const Status& st, const char* op, Ino ino) {
 
 struct OpenFile {
   FileRef file;
+  // The mode as last seen: a write by a caller without CAP_FSETID clears
+  // setuid/setgid at the MDS when this says there are some to clear.
+  std::atomic<uint32_t> mode{0};
 };
-FileRef& file_of(fuse_file_info* fi) { return reinterpret_cast<OpenFile*>(fi->fh)->file; }
+OpenFile& open_file_of(fuse_file_info* fi) { return *reinterpret_cast<OpenFile*>(fi->fh); }
+FileRef& file_of(fuse_file_info* fi) { return open_file_of(fi).file; }
+
+// Clears setuid/setgid of an open file at the MDS (a write or O_TRUNC open
+// by a caller without CAP_FSETID), and the kernel's cached mode with them.
+Status kill_privs(fuse_req_t req, fuse_ino_t ino, OpenFile& of) {
+  SurgeFs& fs = fs_of(req);
+  SetAttr sa;
+  sa.mask = kKillSuidgid;
+  sa.file = of.file.get();
+  auto a = fs.client().setattr(ino, sa, caller_of(req));
+  if (!a.ok()) return a.status();
+  of.mode.store(a->mode);
+  if (fs.session() != nullptr) fuse_lowlevel_notify_inval_inode(fs.session(), ino, -1, 0);
+  return Status::OK();
+}
 
 // ---- operations ------------------------------------------------------------
 
@@ -119,6 +139,9 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_ASYNC_DIO);
   want(FUSE_CAP_CACHE_SYMLINKS);
+  // With FUSE_HANDLE_KILLPRIV_V2 (init_extensions.h) the kernel flags the
+  // requests of callers without CAP_FSETID; v1 would leave us to guess.
+  if (killpriv_v2_offered()) conn->want &= ~static_cast<unsigned>(FUSE_CAP_HANDLE_KILLPRIV);
   conn->want &= ~static_cast<unsigned>(FUSE_CAP_READDIRPLUS_AUTO);  // always plus
   conn->want &= ~static_cast<unsigned>(FUSE_CAP_WRITEBACK_CACHE);   // write-through
   SLOG_INFO("fuse: init: max_write {} KiB, max_readahead {} KiB, capable {:#x}, want {:#x}",
@@ -199,6 +222,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
     sa.mask |= kSetCtime;
     sa.ctime = {attr->st_ctim.tv_sec, static_cast<uint32_t>(attr->st_ctim.tv_nsec)};
   }
+  if (setattr_kills_privs()) sa.mask |= kKillSuidgid;
+  // The kernel passes the file handle (FATTR_FH) for ftruncate: a
+  // descriptor opened for writing, whose permission was checked then.
+  if (fi != nullptr && fi->fh != 0 && (to_set & FUSE_SET_ATTR_SIZE)) sa.file = file_of(fi).get();
   auto a = fs.client().setattr(ino, sa, caller_of(req));
   if (!a.ok()) {
     fuse_reply_err(req, err_of(a.status(), "setattr", ino));
@@ -280,7 +307,18 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_err(req, err_of(f.status(), "open", ino));
     return;
   }
-  fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
+  auto* of = new OpenFile{std::move(*f)};
+  of->mode.store(a.mode);
+  fi->fh = reinterpret_cast<uint64_t>(of);
+  if ((fi->flags & O_TRUNC) && has_killable_privs(a.mode) && open_kills_privs()) {
+    Status ks = kill_privs(req, ino, *of);
+    if (!ks.ok()) {
+      (void)fs.client().close(std::move(of->file));
+      delete of;
+      fuse_reply_err(req, err_of(ks, "open (clearing setuid/setgid)", ino));
+      return;
+    }
+  }
   // Close-to-open: the kernel drops cached pages (keep_cache 0) and, as we
   // invalidate its attributes here, asks for a fresh size before it uses
   // one, so what another client closed is what this open sees. Only the
@@ -304,7 +342,9 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     fuse_reply_err(req, err_of(f.status(), "create", parent));
     return;
   }
-  fi->fh = reinterpret_cast<uint64_t>(new OpenFile{std::move(*f)});
+  auto* created = new OpenFile{std::move(*f)};
+  created->mode.store(a.mode);
+  fi->fh = reinterpret_cast<uint64_t>(created);
   set_caching(fs, fi, a.size);
   fuse_entry_param e = entry_of(fs, a);
   fs.remember(a.ino);
@@ -332,6 +372,16 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,
               fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
+  OpenFile& of = open_file_of(fi);
+  // Before the bytes land, as Linux does; read off the raw request before
+  // its buffer is handed over.
+  if (has_killable_privs(of.mode.load()) && write_kills_privs()) {
+    Status ks = kill_privs(req, ino, of);
+    if (!ks.ok()) {
+      fuse_reply_err(req, err_of(ks, "write (clearing setuid/setgid)", ino));
+      return;
+    }
+  }
   if (auto owned = take_receive_buffer(data, size)) {
     // The bytes stay where the kernel put them (registered memory) and the
     // kernel hears back once the write is ordered, while they travel.

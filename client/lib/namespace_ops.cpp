@@ -4,6 +4,8 @@
 // client's own unreported writes (InodeTable::merge_local); a truncate is
 // ordered after this client's writes and size reports of the inode.
 
+#include <fcntl.h>
+
 #include "client/lib/client_impl.h"
 #include "client/lib/proto_convert.h"
 #include "net/proto/mds_methods.h"
@@ -56,6 +58,13 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   mds::SetAttrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
+  if (sa.file != nullptr) {
+    if ((sa.file->flags() & O_ACCMODE) == O_RDONLY || sa.file->ino() != ino) {
+      return Status::InvalidArgument("setattr of inode " + std::to_string(ino) +
+                                     " through a file not open for writing it");
+    }
+    req.set_open_session_id(session_->id());
+  }
   uint32_t v = 0;
   if (sa.mask & kSetMode) v |= mds::SETATTR_MODE;
   if (sa.mask & kSetUid) v |= mds::SETATTR_UID;
@@ -66,6 +75,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   if (sa.mask & kSetCtime) v |= mds::SETATTR_CTIME;
   if (sa.mask & kSetAtimeNow) v |= mds::SETATTR_ATIME_NOW;
   if (sa.mask & kSetMtimeNow) v |= mds::SETATTR_MTIME_NOW;
+  if (sa.mask & kKillSuidgid) v |= mds::SETATTR_KILL_SUIDGID;
   req.set_valid(v);
   req.set_mode(sa.mode & 07777);
   req.set_uid(sa.uid);

@@ -369,6 +369,8 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
     SURGE_RETURN_IF_ERROR(truncate_objects(a, 0));
     const uint64_t now = now_ns();
     rec.mutable_attr()->set_size(0);
+    // As a truncate by a process without CAP_FSETID (namespace_attrs.cpp).
+    if (cred.uid() != 0) rec.mutable_attr()->set_mode(without_suidgid(a.mode()));
     rec.mutable_attr()->set_mtime_ns(now);
     rec.mutable_attr()->set_ctime_ns(now);
     KvBatch b;

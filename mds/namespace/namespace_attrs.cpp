@@ -157,6 +157,13 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   const bool owner_or_root = is_owner_or_root(c, *a);
   const uint64_t now = now_ns();
   const std::string what = "setattr " + ino_str(req.ino());
+  // Through a descriptor opened for writing: write permission was checked
+  // at its open (ftruncate of an open(O_CREAT|O_RDWR, 0) file works).
+  const bool open_for_write = req.open_session_id() != 0 &&
+                              sessions_->holds_open(req.open_session_id(), req.ino());
+  auto check_write = [&](const char* op) {
+    return open_for_write ? Status::OK() : check_access(c, *a, kMayWrite, op);
+  };
 
   // Checks first, all of them, then the changes: a refused request changes nothing.
   if ((v & pb::SETATTR_MODE) && !owner_or_root) {
@@ -179,7 +186,10 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   if (v & pb::SETATTR_SIZE) {
     if (S_ISDIR(a->mode())) return err::IsDirectory(what + ": truncate of a directory");
     if (!S_ISREG(a->mode())) return Status::InvalidArgument(what + ": truncate of a special file");
-    SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "truncate"));
+    SURGE_RETURN_IF_ERROR(check_write("truncate"));
+  }
+  if ((v & pb::SETATTR_KILL_SUIDGID) && !owner_or_root) {
+    SURGE_RETURN_IF_ERROR(check_write("clearing setuid/setgid"));
   }
 
   if (v & pb::SETATTR_SIZE) {
@@ -188,6 +198,13 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
     a->set_size(req.size());
     a->set_mtime_ns(now);
   }
+  // Linux: a write or truncate by a process without CAP_FSETID (for
+  // libsurge callers: any uid but 0) clears setuid, and setgid where it
+  // means "group executable", so an altered program keeps no privilege.
+  if (((v & pb::SETATTR_KILL_SUIDGID) || ((v & pb::SETATTR_SIZE) && c.uid() != 0)) &&
+      !S_ISDIR(a->mode())) {
+    a->set_mode(without_suidgid(a->mode()));
+  }
   if (v & pb::SETATTR_MODE) {
     uint32_t mode = req.mode() & 07777;
     const uint32_t gid = (v & pb::SETATTR_GID) ? req.gid() : a->gid();
@@ -195,11 +212,7 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
     a->set_mode((a->mode() & S_IFMT) | mode);
   }
   if ((v & (pb::SETATTR_UID | pb::SETATTR_GID)) && !S_ISDIR(a->mode())) {
-    // chown drops setuid, and setgid when it means "group executable".
-    uint32_t mode = a->mode() & ~static_cast<uint32_t>(S_ISUID);
-    if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-      mode &= ~static_cast<uint32_t>(S_ISGID);
-    a->set_mode(mode);
+    a->set_mode(without_suidgid(a->mode()));  // chown drops them too
   }
   if (v & pb::SETATTR_UID) a->set_uid(req.uid());
   if (v & pb::SETATTR_GID) a->set_gid(req.gid());

@@ -56,6 +56,15 @@ inline Status check_access(const proto::mds::Credentials& c, const records::Stor
                                   std::to_string(mode & 07777) + ")");
 }
 
+// The mode without setuid, and without setgid where group-execute is set
+// (setgid without it means mandatory locking and stays): what a chown, or a
+// write or truncate by a process without CAP_FSETID, leaves.
+inline uint32_t without_suidgid(uint32_t mode) {
+  mode &= ~static_cast<uint32_t>(S_ISUID);
+  if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) mode &= ~static_cast<uint32_t>(S_ISGID);
+  return mode;
+}
+
 // Sticky directory: only the owner of the entry, of the directory, or root
 // may remove or rename it.
 inline Status check_sticky(const proto::mds::Credentials& c, const records::StoredAttr& dir,

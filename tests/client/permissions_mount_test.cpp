@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tests/client/local_cluster.h"
 
@@ -178,6 +179,125 @@ TEST_F(Permissions, FifoAndDeviceOpensAreDeniedByMode) {
   ASSERT_NE(bad, kCannotDrop) << "cannot drop to uid/gid " << kUser;
   EXPECT_EQ(bad, 0) << "opened a 0600 node of root's (bitmask: 1 fifo, 2 device for writing,"
                        " 4 device for reading)";
+}
+
+TEST_F(Permissions, FtruncateOfADescriptorOpenedForWritingIgnoresTheModeSince) {
+  const std::string f = dir_ + "/mode0";
+  int bad = as_user([&] {
+    int fd = ::open(f.c_str(), O_CREAT | O_RDWR | O_EXCL, 0);
+    if (fd < 0) return 1;
+    int b = 0;
+    if (::ftruncate(fd, 70000) != 0) b |= 2;
+    if (::pwrite(fd, "x", 1, 100) != 1) b |= 4;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || st.st_size != 70000) b |= 8;
+    if (fails_with(::truncate(f.c_str(), 0)) != EACCES) b |= 16;  // by path: checked
+    ::close(fd);
+    return b;
+  });
+  ASSERT_NE(bad, kCannotDrop) << "cannot drop to uid/gid " << kUser;
+  EXPECT_EQ(bad, 0) << "bitmask: 1 open(O_CREAT|O_RDWR, 0), 2 ftruncate, 4 pwrite, 8 size,"
+                       " 16 truncate by path allowed";
+}
+
+TEST_F(Permissions, NativeTruncateThroughAFileOpenedForWriting) {
+  const std::string p = "/" + name_ + "/mode0";
+  auto f = client_->open(p, O_CREAT | O_RDWR | O_EXCL, 0, user_);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  SetAttr sa;
+  sa.mask = kSetSize;
+  sa.size = 5000;
+  EXPECT_EQ(client_->setattr((*f)->ino(), sa, user_).status().to_errno(), EACCES)
+      << "without the file: a truncate by inode is checked";
+  sa.file = f->get();
+  auto a = client_->setattr((*f)->ino(), sa, user_);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->size, 5000u);
+  ASSERT_TRUE(client_->close(*f).ok());
+}
+
+// The user's own setuid/setgid files (group-executable) and root's
+// world-writable one: each write or truncate by the user clears the bits.
+TEST_F(Permissions, WritesAndTruncatesByTheUserClearSetuidAndSetgid) {
+  const std::vector<std::string> mine = {"write", "ftruncate", "truncate", "otrunc"};
+  ASSERT_EQ(as_user([&] {
+              for (const auto& n : mine) {
+                const std::string f = dir_ + "/" + n;
+                int fd = ::open(f.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0755);
+                if (fd < 0 || ::write(fd, "abc", 3) != 3) return 1;
+                ::close(fd);
+                if (::chmod(f.c_str(), 06755) != 0) return 2;
+              }
+              return 0;
+            }),
+            0);
+  const std::string roots = dir_ + "/roots";
+  ASSERT_TRUE(write_file(roots, "abc").ok());
+  ASSERT_EQ(::chmod(roots.c_str(), 06777), 0);
+  const std::string keep = dir_ + "/setgid-no-gx";  // setgid without g+x: locking, stays
+  ASSERT_TRUE(write_file(keep, "abc").ok());
+  ASSERT_EQ(::chmod(keep.c_str(), 02646), 0);
+  int bad = as_user([&] {
+    int b = 0;
+    auto wr = [](const std::string& f, int flags) {
+      int fd = ::open(f.c_str(), flags);
+      if (fd < 0) return false;
+      bool ok = ::write(fd, "z", 1) == 1;
+      return ::close(fd) == 0 && ok;
+    };
+    if (!wr(dir_ + "/write", O_WRONLY)) b |= 1;
+    int fd = ::open((dir_ + "/ftruncate").c_str(), O_WRONLY);
+    if (fd < 0 || ::ftruncate(fd, 1) != 0) b |= 2;
+    ::close(fd);
+    if (::truncate((dir_ + "/truncate").c_str(), 1) != 0) b |= 4;
+    fd = ::open((dir_ + "/otrunc").c_str(), O_WRONLY | O_TRUNC);
+    if (fd < 0) b |= 8;
+    ::close(fd);
+    if (!wr(roots, O_WRONLY | O_APPEND)) b |= 16;
+    if (!wr(keep, O_WRONLY)) b |= 32;
+    return b;
+  });
+  ASSERT_NE(bad, kCannotDrop) << "cannot drop to uid/gid " << kUser;
+  ASSERT_EQ(bad, 0) << "a call failed (bitmask: 1 write, 2 ftruncate, 4 truncate,"
+                       " 8 O_TRUNC open, 16 write of root's, 32 write of setgid-no-gx)";
+  for (const auto& n : mine) {
+    struct stat st;
+    ASSERT_EQ(::stat((dir_ + "/" + n).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0755u) << n;
+  }
+  struct stat st;
+  ASSERT_EQ(::stat(roots.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0777u) << "root's 06777 file written by the user";
+  ASSERT_EQ(::stat(keep.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 02646u) << "setgid without group-execute";
+}
+
+TEST_F(Permissions, WritesByRootKeepSetuid) {
+  const std::string f = dir_ + "/rootsuid";
+  ASSERT_TRUE(write_file(f, "abc").ok());
+  ASSERT_EQ(::chmod(f.c_str(), 04755), 0);
+  ASSERT_TRUE(write_file(f, "abcd").ok());
+  ASSERT_EQ(::truncate(f.c_str(), 1), 0);
+  struct stat st;
+  ASSERT_EQ(::stat(f.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 04755u);
+}
+
+TEST_F(Permissions, NativeTruncateByTheOwnerClearsSetuid) {
+  const std::string p = "/" + name_ + "/suid";
+  auto f = client_->open(p, O_CREAT | O_RDWR | O_EXCL, 0755, user_);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(client_->close(*f).ok());
+  auto a = client_->stat(p, user_);
+  ASSERT_TRUE(a.ok());
+  SetAttr sa;
+  sa.mask = kSetMode;
+  sa.mode = 06755;
+  ASSERT_TRUE(client_->setattr(a->ino, sa, user_).ok());
+  ASSERT_TRUE(client_->truncate(p, 10, user_).ok());
+  auto after = client_->stat(p, user_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->mode & 07777, 0755u);
 }
 
 }  // namespace

@@ -112,7 +112,12 @@ enum SetAttrMask : uint32_t {
   kSetAtimeNow = 1u << 6,
   kSetMtimeNow = 1u << 7,
   kSetCtime = 1u << 8,
+  // Clear setuid, and setgid where group-execute is set (Linux: a write or
+  // truncate by a process without CAP_FSETID). A size change by a caller
+  // other than uid 0 clears them anyway.
+  kKillSuidgid = 1u << 9,
 };
+class File;
 struct SetAttr {
   uint32_t mask = 0;
   uint32_t mode = 0;
@@ -120,6 +125,10 @@ struct SetAttr {
   uint32_t gid = 0;
   uint64_t size = 0;
   TimeSpec atime, mtime, ctime;
+  // The open file the change is made through (ftruncate), or null. It must
+  // be open for writing (else InvalidArgument, as ftruncate's EINVAL); the
+  // write permission checked at its open is not checked again.
+  const File* file = nullptr;
 };
 
 struct DirEntry {
