@@ -30,6 +30,9 @@ class NullObjectTargets final : public mds::ObjectTargets {
  public:
   Status truncate(uint32_t, const std::string&, uint64_t, uint64_t) override { return Status::OK(); }
   Status remove(uint32_t, const std::string&, uint64_t) override { return Status::OK(); }
+  Status probe(const std::string&) override { return Status::OK(); }
+  Status truncate_chunk(const mds::ChunkAddress&, uint64_t) override { return Status::OK(); }
+  Status remove_chunk(const mds::ChunkAddress&) override { return Status::OK(); }
 };
 
 struct Mds {
@@ -83,7 +86,7 @@ void set_up() {
   g->ns = must(mds::Namespace::Open(g->kv.get(), g->map.get(), g->sessions.get(), &g->objects, no),
                "namespace");
   g->server = std::make_unique<fuzz::CapturingServer>(*g->pool);
-  mds::register_mds_handlers(*g->server, *g->ns, *g->map, *g->sessions, &g->metrics);
+  mds::register_mds_handlers(*g->server, *g->ns, *g->map, *g->sessions, g->objects, &g->metrics);
 }
 
 uint8_t index_of(uint16_t method) {
