@@ -100,7 +100,14 @@ Status ClientImpl::start() {
       options_.transport.empty() ? std::string("tcp") : options_.transport);
   data_ = std::make_unique<DataPath>(
       map_.get(), ods_channels_.get(),
-      StripeIo::Options{options_.io_timeout, options_.max_inflight_bytes});
+      StripeIo::Options{options_.io_timeout, options_.max_inflight_bytes},
+      [this](const mds::ReportTargetFailureRequest& req)
+          -> Result<mds::ReportTargetFailureReply> {
+        mds::ReportTargetFailureReply resp;
+        SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsReportTargetFailure>(req, &resp));
+        return resp;
+      },
+      options_.client_name);
   session_ = std::make_unique<MdsSession>(mds_.get(), &inodes_, map_.get(), options_.client_name);
   writes_ = std::make_unique<WriteBehind>(pool_.get(), data_.get(), options_.write_behind_bytes);
   sizes_ = std::make_unique<SizeReporter>(mds_.get(), writes_.get(), &inodes_);
@@ -157,7 +164,7 @@ void ClientImpl::background_loop() {
 // ---- opening files --------------------------------------------------------------
 
 FileRef ClientImpl::make_handle(const Attr& a, const mds::Attr& pa, int flags, const Caller& c) {
-  auto f = std::make_shared<FileImpl>(inodes_.attach(a, layout_from_proto(pa.layout()), flags, c),
+  auto f = std::make_shared<FileImpl>(inodes_.attach(a, file_layout_from_proto(pa.layout()), flags, c),
                                       flags, c, options_.read_ahead_bytes);
   f->owner = this;
   return f;

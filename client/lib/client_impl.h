@@ -107,7 +107,7 @@ class ClientImpl : public Client {
                            const ReadSink& sink);
   // The size reads are served up to (the MDS's or this client's own end of
   // data, whichever is further) and the file's layout.
-  std::pair<uint64_t, StripeLayout> read_extent(FileImpl& f);
+  std::pair<uint64_t, FileLayout> read_extent(FileImpl& f);
   // pwrite and pwrite_from: owned (may be null) is the caller's buffer that
   // holds buf, kept instead of a copy; on_accepted (may be null) as in
   // Client::pwrite_from.

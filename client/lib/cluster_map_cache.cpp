@@ -18,6 +18,8 @@ Status ClusterMapCache::refresh() {
   map_ = std::move(*m);
   targets_.clear();
   for (const auto& t : map_.targets()) targets_[t.target_id()] = t;
+  chains_.clear();
+  for (const auto& c : map_.chains().chains()) chains_[c.chain_id()] = c;
   stale_ = false;
   return Status::OK();
 }
@@ -58,6 +60,26 @@ Result<std::string> ClusterMapCache::address_of(uint32_t target_id) {
   std::string addr = it->second.address();
   if (addr.find("://") == std::string::npos) addr = scheme_ + "://" + addr;
   return addr;
+}
+
+Result<proto::mds::Chain> ClusterMapCache::chain(uint32_t chain_id) {
+  bool stale;
+  {
+    std::lock_guard lk(mu_);
+    stale = stale_ || chains_.count(chain_id) == 0;
+  }
+  if (stale) {
+    Status st = refresh();
+    if (!st.ok()) return Status::IOError(st.ToString());
+  }
+  std::lock_guard lk(mu_);
+  auto it = chains_.find(chain_id);
+  if (it == chains_.end()) {
+    return Status::IOError("chain " + std::to_string(chain_id) +
+                           " is not in the cluster map (version " +
+                           std::to_string(map_.version()) + ")");
+  }
+  return it->second;
 }
 
 uint64_t ClusterMapCache::version() const {

@@ -1,5 +1,5 @@
 // ClusterMapCache: the client's copy of the MDS cluster map (target id ->
-// address and state). Refreshed when the session heartbeat reports a newer
+// address and state, chain id -> members and version). Refreshed when the session heartbeat reports a newer
 // map version and whenever a data-server request fails on its connection,
 // so a data server that restarted (possibly on a new address) is found
 // again without remounting. Thread-safe.
@@ -30,6 +30,9 @@ class ClusterMapCache {
 
   // "tcp://127.0.0.1:7101" for a target; NotFound / Unavailable (down).
   Result<std::string> address_of(uint32_t target_id);
+  // The chain as the map shows it (refetched first when stale or unknown);
+  // IOError when the map cannot be had or does not hold it.
+  Result<proto::mds::Chain> chain(uint32_t chain_id);
   uint64_t version() const;
   proto::mds::ClusterMap snapshot() const;
 
@@ -39,6 +42,7 @@ class ClusterMapCache {
   mutable std::mutex mu_;
   proto::mds::ClusterMap map_;
   std::unordered_map<uint32_t, proto::mds::TargetInfo> targets_;
+  std::unordered_map<uint32_t, proto::mds::Chain> chains_;
   bool stale_ = true;
 };
 

@@ -1,64 +1,147 @@
 #include "client/lib/data_path.h"
 
+#include <algorithm>
+#include <set>
 #include <thread>
 
 #include "common/log.h"
 
 namespace surge::client {
 
-Status DataPath::retry_refused(const std::function<Status()>& attempt, Status first) {
-  const auto deadline = std::chrono::steady_clock::now() + io_timeout_;
-  Status st = std::move(first);
-  auto pause = std::chrono::milliseconds(0);  // the map was marked stale: at once first
-  while (is_refusal(st.code()) && std::chrono::steady_clock::now() + pause < deadline) {
-    SLOG_DEBUG("client: {}; again under a fresh cluster map", st.ToString());
+namespace {
+
+void avoid(IoPiece& p, uint32_t target) {
+  if (std::find(p.hint.avoid.begin(), p.hint.avoid.end(), target) == p.hint.avoid.end()) {
+    p.hint.avoid.push_back(target);
+  }
+}
+
+}  // namespace
+
+bool DataPath::report(const IoRequest& r, const PieceFailure& f) {
+  if (!report_) return false;
+  proto::mds::ReportTargetFailureRequest req;
+  req.set_target_id(f.target_id);
+  req.set_chain_id(f.piece.chunk.chain_id);
+  req.set_chain_version(f.chain_version);
+  req.set_code(static_cast<uint32_t>(f.status.code()));
+  req.set_message(StripeIo::describe(r, f).ToString());
+  req.set_reporter(reporter_);
+  auto reply = report_(req);
+  if (!reply.ok()) {
+    SLOG_WARN("client: reporting data server target {} failed: {}", f.target_id,
+              reply.status().ToString());
+    return false;
+  }
+  map_->note_version(reply->map_version());
+  return reply->state() == proto::mds::TARGET_UP || reply->state() == proto::mds::TARGET_DRAINING;
+}
+
+Status DataPath::recover(const IoRequest& r, std::vector<PieceFailure> failed,
+                         Clock::time_point deadline) {
+  auto pause = std::chrono::milliseconds(0);  // the first retry goes at once
+  while (!failed.empty()) {
+    std::vector<IoPiece> again;
+    std::set<uint32_t> reported;  // one report per target per round
+    bool refetch = false, wait = false;
+    Status last;
+    for (PieceFailure& f : failed) {
+      const Status err = StripeIo::describe(r, f);
+      const Code c = f.status.code();
+      const bool chained = f.piece.chunk.chain_id != 0;
+      if (f.no_route) return err;  // no member left to try (or no map to tell)
+      if (is_refusal(c)) {
+        refetch = true;
+      } else if (c == Code::kChunkDirty && r.op == IoOp::kRead) {
+        f.piece.hint.last_serving = true;
+      } else if ((c == Code::kNotServing || c == Code::kCorruption) && chained &&
+                 r.op == IoOp::kRead) {
+        avoid(f.piece, f.target_id);
+        refetch = true;
+      } else if (f.unreachable) {
+        if (reported.insert(f.target_id).second && report(r, f)) wait = true;
+        if (!chained) return err;  // format 1: nobody else holds these bytes
+        if (r.op == IoOp::kRead) avoid(f.piece, f.target_id);
+        refetch = true;
+      } else if (c == Code::kUnavailable) {
+        refetch = wait = true;
+      } else {
+        return err;  // not something another attempt mends
+      }
+      if (f.unreachable || wait) SLOG_INFO("client: {}; trying again", err.ToString());
+      f.piece.previous = err;
+      last = err;
+      again.push_back(std::move(f.piece));
+    }
+    if (refetch) map_->mark_stale();
+    if (wait) pause = std::max(pause, std::chrono::milliseconds(50));
+    if (Clock::now() + pause >= deadline) {
+      return Status::IOError(last.ToString() + "; no attempt succeeded within the io timeout (" +
+                             std::to_string(io_timeout_.count()) + " ms)");
+    }
     std::this_thread::sleep_for(pause);
-    st = attempt();
+    failed = io_.run(r, std::move(again));
     pause = std::min(std::max(pause * 2, std::chrono::milliseconds(20)),
                      std::chrono::milliseconds(500));
   }
-  return st;
+  return Status::OK();
 }
 
-Status DataPath::write(Ino ino, const StripeLayout& layout, const void* buf, size_t len,
+Status DataPath::run(const IoRequest& r, uint64_t offset, uint64_t len) {
+  SURGE_RETURN_IF_ERROR(StripeIo::check(r));
+  const auto deadline = Clock::now() + io_timeout_;
+  return recover(r, io_.run(r, StripeIo::plan(r, offset, len)), deadline);
+}
+
+Status DataPath::write(uint64_t ino, const FileLayout& layout, const void* buf, size_t len,
                        uint64_t offset) {
-  auto attempt = [&] { return io_.write(ino, layout, buf, len, offset); };
-  return retry_refused(attempt, attempt());
+  if (len == 0) return Status::OK();
+  IoRequest r = make_request(IoOp::kWrite, ino, layout, buf);
+  return run(r, offset, len);
 }
 
-std::unique_ptr<WriteBatch> DataPath::start_write(Ino ino, const StripeLayout& layout,
+std::unique_ptr<WriteBatch> DataPath::start_write(uint64_t ino, const FileLayout& layout,
                                                   const void* buf, size_t len, uint64_t offset) {
-  auto b = io_.start_write(ino, layout, buf, len, offset);
-  // buf stays valid until the batch's wait() returns, which is when this runs.
-  b->set_on_refused([this, ino, layout, buf, len, offset](const Status& refusal) {
-    return retry_refused([&] { return io_.write(ino, layout, buf, len, offset); }, refusal);
+  IoRequest r = make_request(IoOp::kWrite, ino, layout, buf);
+  auto b = io_.start(r, offset, len);
+  // buf stays valid until the batch's wait() returns, which is when this
+  // runs. The io timeout counts from there: the batch may have waited in
+  // the write-behind queue before anyone looked at it.
+  b->set_on_failed([this, r](std::vector<PieceFailure> failed) {
+    return recover(r, std::move(failed), Clock::now() + io_timeout_);
   });
   return b;
 }
 
-Status DataPath::read(Ino ino, const StripeLayout& layout, void* buf, size_t len, uint64_t offset) {
-  auto attempt = [&] { return io_.read(ino, layout, buf, len, offset); };
-  return retry_refused(attempt, attempt());
+Status DataPath::read(uint64_t ino, const FileLayout& layout, void* buf, size_t len,
+                      uint64_t offset) {
+  if (len == 0) return Status::OK();
+  IoRequest r = make_request(IoOp::kRead, ino, layout, buf);
+  return run(r, offset, len);
 }
 
-std::unique_ptr<ReadBatch> DataPath::start_read(Ino ino, const StripeLayout& layout, void* buf,
+std::unique_ptr<ReadBatch> DataPath::start_read(uint64_t ino, const FileLayout& layout, void* buf,
                                                 size_t len, uint64_t offset) {
-  auto b = io_.start_read(ino, layout, buf, len, offset);
-  b->set_on_refused([this, ino, layout, buf, len, offset](const Status& refusal) {
-    return retry_refused([&] { return io_.read(ino, layout, buf, len, offset); }, refusal);
+  IoRequest r = make_request(IoOp::kRead, ino, layout, buf);
+  auto b = io_.start(r, offset, len);
+  b->set_on_failed([this, r](std::vector<PieceFailure> failed) {
+    return recover(r, std::move(failed), Clock::now() + io_timeout_);
   });
   return b;
 }
 
-Status DataPath::fallocate(Ino ino, const StripeLayout& layout, uint64_t offset, uint64_t length,
-                           proto::ods::FallocateMode mode, bool keep_size) {
-  // Reserve, punch and zero are idempotent: redoing the whole range is safe.
-  auto attempt = [&] { return io_.fallocate(ino, layout, offset, length, mode, keep_size); };
-  return retry_refused(attempt, attempt());
+Status DataPath::fallocate(uint64_t ino, const FileLayout& layout, uint64_t offset,
+                           uint64_t length, proto::ods::FallocateMode mode, bool keep_size) {
+  // Reserve, punch and zero are idempotent: redoing a chunk's range is safe.
+  IoRequest r = make_request(IoOp::kFallocate, ino, layout, nullptr);
+  r.mode = mode;
+  r.keep_size = keep_size;
+  return run(r, offset, length);
 }
 
-Status DataPath::sync(Ino ino, const StripeLayout& layout) {
-  return io_.sync(ino, layout);
+Status DataPath::sync(uint64_t ino, const FileLayout& layout) {
+  IoRequest r = make_request(IoOp::kSync, ino, layout, nullptr);
+  return run(r, 0, 0);
 }
 
 }  // namespace surge::client

@@ -1,8 +1,8 @@
 // fallocate through libsurge: Client::fallocate (ordering against this
 // client's write behind and read ahead, the file size) and the striped
-// calls to the data servers (StripeIo::fallocate, one OdsFallocate per
-// target the range touches, each naming its target; DataPath::fallocate
-// does it again under a fresh map when a data server refuses).
+// calls to the data servers (DataPath::fallocate: one OdsFallocate per
+// chunk the range touches, each to its chain's head or its format 1
+// target, retried as a write is).
 //
 // Order: the size lock is taken (no size report or truncate of the inode
 // runs meanwhile), the writes in flight land, the data servers do the
@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "client/lib/client_impl.h"
-#include "common/stripe_map.h"
 #include "net/proto/ods_methods.h"
 
 namespace surge::client {
@@ -23,54 +22,6 @@ namespace surge::client {
 static_assert(kFallocKeepSize == FALLOC_FL_KEEP_SIZE && kFallocPunchHole == FALLOC_FL_PUNCH_HOLE &&
                   kFallocZeroRange == FALLOC_FL_ZERO_RANGE,
               "surge/client.h's fallocate modes are Linux's");
-
-Status StripeIo::fallocate(uint64_t object_id, const StripeLayout& layout, uint64_t offset,
-                           uint64_t length, proto::ods::FallocateMode mode, bool keep_size) {
-  if (layout.stripe_size == 0 || layout.stripe_count == 0 ||
-      layout.targets.size() < layout.stripe_count) {
-    return Status::Corruption("file " + std::to_string(object_id) + " has a bad layout (stripe " +
-                              std::to_string(layout.stripe_size) + " x " +
-                              std::to_string(layout.stripe_count) + ")");
-  }
-  const StripeGeometry g{layout.stripe_size, layout.stripe_count};
-  struct Outstanding {
-    net::PendingCall call;
-    uint32_t target;
-    uint64_t object_offset;
-    std::string addr;
-  };
-  std::vector<Outstanding> calls;
-  Status first_error;
-  for (uint32_t slot = 0; slot < layout.stripe_count; ++slot) {
-    const auto [from, to] = object_range_of(g, slot, offset, length);
-    if (from == to) continue;
-    const uint32_t t = layout.targets[slot];
-    std::string addr;
-    auto ch = channel_for(t, &addr);
-    if (!ch.ok()) {
-      if (first_error.ok()) first_error = ch.status();
-      continue;
-    }
-    proto::ods::FallocateRequest req;
-    req.set_object_id(object_id);
-    req.mutable_ref()->set_target_id(t);  // refused if the address now serves another
-    req.set_offset(from);
-    req.set_length(to - from);
-    req.set_mode(mode);
-    req.set_keep_size(keep_size);
-    calls.push_back(Outstanding{
-        net::call_async<proto::ods::OdsFallocate>(**ch, req, {}, options_.io_timeout), t, from, addr});
-  }
-  for (auto& o : calls) {
-    Status st = net::finish_call<proto::ods::OdsFallocate>(o.call, nullptr);
-    if (!st.ok() && first_error.ok()) {
-      first_error = target_error(o.target, o.addr, st, "fallocate on")
-                        .WithContext("object " + std::to_string(object_id) + " offset " +
-                                     std::to_string(o.object_offset));
-    }
-  }
-  return first_error;
-}
 
 Status ClientImpl::fallocate(File& file, int mode, uint64_t offset, uint64_t length) {
   auto& f = static_cast<FileImpl&>(file);
@@ -99,7 +50,7 @@ Status ClientImpl::fallocate(File& file, int mode, uint64_t offset, uint64_t len
 
   std::lock_guard size_lock(st.size_mu);
   writes_->drain(st);  // an earlier write of the range lands before it is punched or zeroed
-  StripeLayout layout;
+  FileLayout layout;
   {
     std::lock_guard lk(st.mu);
     layout = st.layout;

@@ -33,7 +33,7 @@ Result<size_t> ClientImpl::pread_to(File& file, size_t len, uint64_t offset, con
   return read_impl(static_cast<FileImpl&>(file), len, offset, nullptr, sink);
 }
 
-std::pair<uint64_t, StripeLayout> ClientImpl::read_extent(FileImpl& f) {
+std::pair<uint64_t, FileLayout> ClientImpl::read_extent(FileImpl& f) {
   std::lock_guard lk(f.state->mu);
   return {std::max(f.state->mds_size, f.state->written_end), f.state->layout};
 }
@@ -112,7 +112,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
 
 Status ClientImpl::fsync(File& file, bool data_only) {
   auto& f = static_cast<FileImpl&>(file);
-  StripeLayout layout;
+  FileLayout layout;
   {
     std::lock_guard lk(f.state->mu);
     layout = f.state->layout;

@@ -4,7 +4,7 @@
 
 namespace surge::client {
 
-std::shared_ptr<InodeState> InodeTable::attach(const Attr& a, const StripeLayout& layout, int flags,
+std::shared_ptr<InodeState> InodeTable::attach(const Attr& a, const FileLayout& layout, int flags,
                                                const Caller& c) {
   std::shared_ptr<InodeState> st;
   {

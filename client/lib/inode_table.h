@@ -18,7 +18,7 @@ namespace surge::client {
 class InodeTable {
  public:
   // One more open of a.ino, with the layout and size the MDS answered.
-  std::shared_ptr<InodeState> attach(const Attr& a, const StripeLayout& layout, int flags,
+  std::shared_ptr<InodeState> attach(const Attr& a, const FileLayout& layout, int flags,
                                      const Caller& c);
   // One open fewer of st; the last one takes st out of the table.
   void release(const std::shared_ptr<InodeState>& st);

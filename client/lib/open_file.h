@@ -24,7 +24,7 @@ class ClientImpl;
 struct InodeState {
   Ino ino = 0;
   std::mutex mu;
-  StripeLayout layout;
+  FileLayout layout;  // where its bytes live (format 1 or chains)
   uint64_t mds_size = 0;      // last size the MDS told us
   uint64_t written_end = 0;   // end of what we wrote (0: nothing)
   uint64_t reported_end = 0;  // what the MDS has been told

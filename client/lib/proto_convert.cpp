@@ -41,6 +41,24 @@ StripeLayout layout_from_proto(const mds::Layout& l) {
   return r;
 }
 
+FileLayout file_layout_from_proto(const mds::Layout& l) {
+  FileLayout f;
+  f.format = l.format() == 0 ? FileLayout::kFormatTargets : l.format();
+  f.stripe_size = l.stripe_size();
+  f.stripe_count = l.stripe_count();
+  f.targets.assign(l.targets().begin(), l.targets().end());
+  f.chains.assign(l.chains().begin(), l.chains().end());
+  if (f.chained()) {
+    f.scheme = l.scheme() == mds::SCHEME_REPLICAS ? Redundancy::kReplicas
+               : l.scheme() == mds::SCHEME_EC     ? Redundancy::kErasure
+                                                  : Redundancy::kNone;
+  }
+  f.replicas = l.replicas();
+  f.ec_data = l.ec_data();
+  f.ec_parity = l.ec_parity();
+  return f;
+}
+
 mds::Credentials cred_to_proto(const Caller& c) {
   mds::Credentials p;
   p.set_uid(c.uid);

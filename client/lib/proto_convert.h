@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "common/file_layout.h"
 #include "net/proto/mds.pb.h"
 #include "surge/client.h"
 
@@ -12,6 +13,9 @@ namespace surge::client {
 
 Attr attr_from_proto(const proto::mds::Attr& a);
 StripeLayout layout_from_proto(const proto::mds::Layout& l);
+// The model of a file's wire layout (format 0 reads as 1), what the data
+// path maps ranges with (common/chunk_map.h).
+FileLayout file_layout_from_proto(const proto::mds::Layout& l);
 proto::mds::Credentials cred_to_proto(const Caller& c);
 // A TimeSpec as the nanoseconds since the epoch the wire carries.
 uint64_t ns_from_ts(const TimeSpec& t);

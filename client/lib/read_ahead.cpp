@@ -11,7 +11,7 @@ void ReadAhead::drop(FileImpl& f) {
   f.ra_windows.clear();  // each waits for its batch before its buffer goes
 }
 
-Status ReadAhead::read(FileImpl& f, const StripeLayout& layout, uint64_t size, size_t read_ahead,
+Status ReadAhead::read(FileImpl& f, const FileLayout& layout, uint64_t size, size_t read_ahead,
                        size_t n, uint64_t offset, std::byte* dst, const Client::ReadSink& sink) {
   constexpr uint64_t kWindow = 1u << 20;
   InodeState& st = *f.state;

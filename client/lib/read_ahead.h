@@ -28,7 +28,7 @@ class ReadAhead {
   // size as this client sees it): what the windows hold as pieces of them,
   // the rest read into dst (or, when dst is null, into a buffer of ours).
   // Then, after a sequential read, keeps read_ahead bytes in flight past it.
-  Status read(FileImpl& f, const StripeLayout& layout, uint64_t size, size_t read_ahead, size_t n,
+  Status read(FileImpl& f, const FileLayout& layout, uint64_t size, size_t read_ahead, size_t n,
               uint64_t offset, std::byte* dst, const Client::ReadSink& sink);
   // Drops f's windows (at close: their pool buffers serve others then).
   void drop(FileImpl& f);

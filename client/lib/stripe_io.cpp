@@ -1,10 +1,9 @@
 #include "client/lib/stripe_io.h"
 
+#include <algorithm>
 #include <cstring>
-#include <deque>
 
 #include "common/crc32c.h"
-#include "common/log.h"
 #include "common/stripe_map.h"
 #include "net/proto/ods_methods.h"
 #include "net/proto/ods_write_pieces.h"
@@ -13,318 +12,333 @@ namespace surge::client {
 
 namespace {
 
-using proto::ods::OdsRead;
-using proto::ods::OdsSync;
-using proto::ods::OdsWrite;
+namespace ods = proto::ods;
 
-struct Piece {
-  uint32_t target;
-  uint64_t object_offset;
-  uint64_t buf_offset;  // from the start of the caller's buffer
-  uint64_t length;
-};
+std::string chunk_text(const IoRequest& r, const ChunkPiece& c) {
+  if (c.chain_id == 0) return "object " + std::to_string(r.ino);
+  return "chunk " + std::to_string(c.chunk.ino) + "/" + std::to_string(c.chunk.slot) + "/" +
+         std::to_string(c.chunk.position) + " of chain " + std::to_string(c.chain_id);
+}
 
-// Stripe pieces, cut again to at most kMaxPiece bytes each.
-std::vector<Piece> plan(const StripeLayout& layout, uint64_t offset, uint64_t len) {
-  StripeGeometry g{layout.stripe_size, layout.stripe_count};
-  std::vector<Piece> out;
-  for (const StripePiece& p : split_range(g, offset, len)) {
-    for (uint64_t done = 0; done < p.length; done += StripeIo::kMaxPiece) {
-      uint64_t n = std::min<uint64_t>(StripeIo::kMaxPiece, p.length - done);
-      out.push_back(Piece{layout.targets[p.slot], p.object_offset + done,
-                          p.file_offset - offset + done, n});
+const char* verb(IoOp op) {
+  switch (op) {
+    case IoOp::kWrite:
+      return "writing";
+    case IoOp::kRead:
+      return "reading";
+    case IoOp::kSync:
+      return "syncing";
+    case IoOp::kFallocate:
+      return "fallocate of";
+  }
+  return "?";
+}
+
+void set_ref(ods::ChunkRef* ref, const ChunkPiece& c, uint32_t target, uint64_t chain_version) {
+  ref->set_target_id(target);  // refused if the address now serves another target
+  if (c.chain_id == 0) return;  // format 1: the legacy object named by object_id
+  ref->set_chain_id(c.chain_id);
+  ref->set_chain_version(chain_version);
+  ref->set_ino(c.chunk.ino);
+  ref->set_slot(c.chunk.slot);
+  ref->set_position(c.chunk.position);
+}
+
+net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p, uint32_t target,
+                      uint64_t chain_version, std::chrono::milliseconds timeout) {
+  const ChunkPiece& c = p.chunk;
+  const uint64_t object_id = c.chain_id == 0 ? r.ino : 0;
+  switch (r.op) {
+    case IoOp::kWrite: {
+      ods::WriteRequest req;
+      req.set_object_id(object_id);
+      set_ref(req.mutable_ref(), c, target, chain_version);
+      req.set_offset(c.chunk_offset);
+      req.set_length(c.length);
+      const std::byte* src = r.buf + p.buf_offset;
+      ods::set_piece_crcs(req, src, c.length);
+      net::BulkRegion region{const_cast<std::byte*>(src), c.length, net::BulkAccess::kServerPull};
+      return net::call_async<ods::OdsWrite>(ch, req, std::span<const net::BulkRegion>(&region, 1),
+                                            timeout);
+    }
+    case IoOp::kRead: {
+      ods::ReadRequest req;
+      req.set_object_id(object_id);
+      set_ref(req.mutable_ref(), c, target, chain_version);
+      req.set_offset(c.chunk_offset);
+      req.set_length(c.length);
+      net::BulkRegion region{r.buf + p.buf_offset, c.length, net::BulkAccess::kServerPush};
+      return net::call_async<ods::OdsRead>(ch, req, std::span<const net::BulkRegion>(&region, 1),
+                                           timeout);
+    }
+    case IoOp::kSync: {
+      ods::SyncRequest req;
+      if (c.chain_id == 0) {
+        req.add_object_ids(object_id);
+      } else {
+        set_ref(req.add_refs(), c, target, chain_version);
+      }
+      return net::call_async<ods::OdsSync>(ch, req, {}, timeout);
+    }
+    case IoOp::kFallocate: {
+      ods::FallocateRequest req;
+      req.set_object_id(object_id);
+      set_ref(req.mutable_ref(), c, target, chain_version);
+      req.set_offset(c.chunk_offset);
+      req.set_length(c.length);
+      req.set_mode(r.mode);
+      req.set_keep_size(r.keep_size);
+      return net::call_async<ods::OdsFallocate>(ch, req, {}, timeout);
+    }
+  }
+  return {};
+}
+
+IoPiece piece_of(const ChunkPiece& c) {
+  IoPiece p;
+  p.chunk = c;
+  return p;
+}
+
+}  // namespace
+
+IoRequest make_request(IoOp op, uint64_t ino, const FileLayout& layout, const void* buf) {
+  IoRequest r;
+  r.op = op;
+  r.ino = ino;
+  r.layout = layout;
+  r.buf = static_cast<std::byte*>(const_cast<void*>(buf));
+  return r;
+}
+
+bool is_refusal(Code c) { return c == Code::kWrongTarget || c == Code::kStaleChain; }
+
+bool is_unreachable(Code c) {
+  return c == Code::kDisconnected || c == Code::kConnectionRefused || c == Code::kTimedOut ||
+         c == Code::kCancelled || c == Code::kAuthFailed;
+}
+
+Status StripeIo::check(const IoRequest& r) {
+  Status st = validate(r.layout, r.ino);
+  if (!st.ok()) return Status::Corruption(st.message());
+  if (r.layout.erasure()) {
+    return Status::NotSupported("inode " + std::to_string(r.ino) + " has an erasure-coded layout (" +
+                                surge::describe(r.layout) + "), which this client cannot read or write");
+  }
+  return Status::OK();
+}
+
+std::vector<IoPiece> StripeIo::plan(const IoRequest& r, uint64_t offset, uint64_t len) {
+  std::vector<IoPiece> out;
+  if (r.op == IoOp::kSync) {
+    for (const ChunkPiece& c : all_chunks(r.layout, r.ino)) out.push_back(piece_of(c));
+    return out;
+  }
+  if (r.op == IoOp::kFallocate) {
+    // One range per chunk: a slot's stripe units lie end to end in it.
+    const StripeGeometry g{r.layout.stripe_size, r.layout.stripe_count};
+    for (ChunkPiece c : all_chunks(r.layout, r.ino)) {
+      const auto [from, to] = object_range_of(g, c.chunk.slot, offset, len);
+      if (from == to) continue;
+      c.chunk_offset = from;
+      c.length = to - from;
+      out.push_back(piece_of(c));
+    }
+    return out;
+  }
+  for (const ChunkPiece& c : map_range(r.layout, r.ino, offset, len)) {
+    for (uint64_t done = 0; done < c.length; done += kMaxPiece) {
+      IoPiece p = piece_of(c);
+      p.chunk.length = std::min<uint64_t>(kMaxPiece, c.length - done);
+      p.chunk.chunk_offset += done;
+      p.chunk.file_offset += done;
+      p.buf_offset = p.chunk.file_offset - offset;
+      out.push_back(std::move(p));
     }
   }
   return out;
 }
 
-// Sends piece p of a write whose data starts at base: the data server pulls
-// it from there and checks it against the piece CRCs.
-net::PendingCall send_write(net::RpcChannel& ch, uint64_t object_id, const Piece& p,
-                            const std::byte* base, std::chrono::milliseconds timeout) {
-  proto::ods::WriteRequest req;
-  req.set_object_id(object_id);
-  req.mutable_ref()->set_target_id(p.target);  // refused if the address now serves another
-  req.set_offset(p.object_offset);
-  req.set_length(p.length);
-  proto::ods::set_piece_crcs(req, base + p.buf_offset, p.length);
-  net::BulkRegion region{const_cast<std::byte*>(base + p.buf_offset), p.length,
-                         net::BulkAccess::kServerPull};
-  return net::call_async<OdsWrite>(ch, req, std::span<const net::BulkRegion>(&region, 1), timeout);
-}
-
-Status check_layout(uint64_t object_id, const StripeLayout& layout) {
-  if (layout.stripe_size == 0 || layout.stripe_count == 0 ||
-      layout.targets.size() < layout.stripe_count) {
-    return Status::Corruption("file " + std::to_string(object_id) + " has a bad layout (stripe " +
-                              std::to_string(layout.stripe_size) + " x " +
-                              std::to_string(layout.stripe_count) + ", " +
-                              std::to_string(layout.targets.size()) + " targets)");
+void StripeIo::issue(IoBatch& b, IoPiece piece) {
+  PieceFailure a;
+  a.piece = std::move(piece);
+  const ChunkPiece& c = a.piece.chunk;
+  auto fail = [&](Status st, bool unreachable, bool no_route) {
+    a.status = std::move(st);
+    a.unreachable = unreachable;
+    a.no_route = no_route;
+    b.failed_.push_back(std::move(a));
+  };
+  if (c.chain_id == 0) {
+    a.target_id = c.target_id;
+  } else {
+    auto chain = map_->chain(c.chain_id);
+    if (!chain.ok()) return fail(chain.status(), false, true);
+    a.chain_version = chain->version();
+    auto member = b.req_.op == IoOp::kRead
+                      ? chain_reader(*chain,
+                                     read_spread_key(c.chunk.ino, c.chunk.slot,
+                                                     c.chunk_offset / b.req_.layout.stripe_size),
+                                     a.piece.hint)
+                      : chain_head(*chain);
+    if (!member.ok()) return fail(member.status(), false, true);
+    a.target_id = *member;
   }
-  return Status::OK();
-}
-
-bool is_connection_failure(Code c) {
-  return c == Code::kDisconnected || c == Code::kUnavailable || c == Code::kConnectionRefused ||
-         c == Code::kTimedOut || c == Code::kCancelled || c == Code::kAuthFailed;
-}
-
-}  // namespace
-
-bool is_refusal(Code c) { return c == Code::kWrongTarget || c == Code::kStaleChain; }
-
-Result<std::shared_ptr<net::RpcChannel>> StripeIo::channel_for(uint32_t target_id,
-                                                               std::string* addr) {
-  SURGE_ASSIGN_OR_RETURN(*addr, map_->address_of(target_id));
-  auto ch = channels_->get(*addr);
+  auto addr = map_->address_of(a.target_id);
+  if (!addr.ok()) return fail(addr.status(), false, true);
+  a.addr = *addr;
+  auto ch = channels_->get(a.addr);
   if (!ch.ok()) {
     // Maybe it moved: look again once with a fresh map.
     map_->mark_stale();
-    auto again = map_->address_of(target_id);
-    if (again.ok() && *again != *addr) {
-      *addr = *again;
-      ch = channels_->get(*addr);
+    auto again = map_->address_of(a.target_id);
+    if (again.ok() && *again != a.addr) {
+      a.addr = *again;
+      ch = channels_->get(a.addr);
     }
   }
-  if (!ch.ok()) return target_error(target_id, *addr, ch.status(), "connecting to");
-  return ch;
-}
-
-Status StripeIo::target_error(uint32_t target_id, const std::string& addr, const Status& st,
-                              const char* what) {
-  if (is_refusal(st.code())) map_->mark_stale();  // the map we used is old: fetch it again
-  if (is_connection_failure(st.code())) {
-    map_->mark_stale();
-    channels_->drop(addr);
-    return Status::IOError(std::string(what) + " data server target " +
-                           std::to_string(target_id) + " at " + addr + ": " + st.ToString());
+  if (!ch.ok()) {
+    channels_->drop(a.addr);
+    const bool unreachable = is_unreachable(ch.status().code());
+    return fail(ch.status(), unreachable, false);
   }
-  return st.WithContext(std::string(what) + " data server target " + std::to_string(target_id) +
-                        " at " + addr);
+  net::PendingCall call =
+      send(**ch, b.req_, a.piece, a.target_id, a.chain_version, options_.io_timeout);
+  b.inflight_bytes_ += c.length;
+  b.calls_.push_back(IoBatch::Call{std::move(call), std::move(a)});
 }
 
-Status StripeIo::write(uint64_t object_id, const StripeLayout& layout, const void* buf,
-                       size_t len, uint64_t offset) {
-  if (len == 0) return Status::OK();
-  SURGE_RETURN_IF_ERROR(check_layout(object_id, layout));
-  const auto* base = static_cast<const std::byte*>(buf);
-
-  struct Outstanding {
-    net::PendingCall call;
-    const Piece* piece;
-    std::string addr;
-  };
-  std::vector<Piece> pieces = plan(layout, offset, len);
-  std::deque<Outstanding> inflight;
-  uint64_t inflight_bytes = 0;
-  Status first_error;
-
-  auto finish_one = [&]() {
-    Outstanding o = std::move(inflight.front());
-    inflight.pop_front();
-    inflight_bytes -= o.piece->length;
-    proto::ods::WriteReply reply;
-    Status st = net::finish_call<OdsWrite>(o.call, &reply);
-    if (!st.ok() && first_error.ok()) {
-      first_error = target_error(o.piece->target, o.addr, st, "writing to")
-                        .WithContext("object " + std::to_string(object_id) + " offset " +
-                                     std::to_string(o.piece->object_offset));
-    }
-  };
-
-  for (const Piece& p : pieces) {
-    if (!first_error.ok()) break;
-    while (!inflight.empty() && inflight_bytes + p.length > options_.max_inflight_bytes) {
-      finish_one();
-    }
-    if (!first_error.ok()) break;
-    std::string addr;
-    auto ch = channel_for(p.target, &addr);
-    if (!ch.ok()) {
-      first_error = ch.status();
-      break;
-    }
-    net::PendingCall call = send_write(**ch, object_id, p, base, options_.io_timeout);
-    inflight.push_back(Outstanding{std::move(call), &p, std::move(addr)});
-    inflight_bytes += p.length;
-  }
-  while (!inflight.empty()) finish_one();
-  return first_error;
-}
-
-std::unique_ptr<WriteBatch> StripeIo::start_write(uint64_t object_id, const StripeLayout& layout,
-                                                  const void* buf, size_t len, uint64_t offset) {
-  auto b = std::make_unique<WriteBatch>();
-  b->io_ = this;
-  b->object_id_ = object_id;
-  b->status_ = check_layout(object_id, layout);
-  if (!b->status_.ok() || len == 0) return b;
-  const auto* base = static_cast<const std::byte*>(buf);
-  for (const Piece& p : plan(layout, offset, len)) {
-    std::string addr;
-    auto ch = channel_for(p.target, &addr);
-    if (!ch.ok()) {
-      b->status_ = ch.status();
-      break;  // what was issued is still waited for
-    }
-    b->calls_.push_back(WriteBatch::Call{send_write(**ch, object_id, p, base, options_.io_timeout),
-                                         p.target, p.object_offset, std::move(addr)});
-  }
-  return b;
-}
-
-Status WriteBatch::wait() {
-  if (done_) return status_;
-  done_ = true;
-  finish_calls();
-  if (is_refusal(status_.code()) && on_refused_) status_ = on_refused_(status_);
-  return status_;
-}
-
-void WriteBatch::finish_calls() {
-  for (auto& c : calls_) {
-    proto::ods::WriteReply reply;
-    Status st = net::finish_call<OdsWrite>(c.call, &reply);
-    if (!st.ok() && status_.ok()) {
-      status_ = io_->target_error(c.target, c.addr, st, "writing to")
-                    .WithContext("object " + std::to_string(object_id_) + " offset " +
-                                 std::to_string(c.object_offset));
-    }
-  }
-  calls_.clear();
-}
-
-void ReadBatch::finish_front() {
+void IoBatch::finish_front() {
   Call c = std::move(calls_.front());
   calls_.pop_front();
-  inflight_bytes_ -= c.length;
-  proto::ods::ReadReply reply;
-  Status st = net::finish_call<OdsRead>(c.call, &reply);
-  if (!status_.ok()) return;  // the first error is what the caller sees
-  if (st.code() == Code::kNotFound) {
-    // No object yet on this target: the whole piece is a hole.
-    std::memset(c.dst, 0, c.length);
-    return;
+  const ChunkPiece& p = c.attempt.piece.chunk;
+  inflight_bytes_ -= p.length;
+  Status st;
+  switch (req_.op) {
+    case IoOp::kWrite:
+      st = net::finish_call<proto::ods::OdsWrite>(c.call, nullptr);
+      break;
+    case IoOp::kSync:
+      st = net::finish_call<proto::ods::OdsSync>(c.call, nullptr);
+      break;
+    case IoOp::kFallocate:
+      st = net::finish_call<proto::ods::OdsFallocate>(c.call, nullptr);
+      break;
+    case IoOp::kRead: {
+      proto::ods::ReadReply reply;
+      st = net::finish_call<proto::ods::OdsRead>(c.call, &reply);
+      std::byte* dst = req_.buf + c.attempt.piece.buf_offset;
+      if (st.code() == Code::kNotFound) {
+        // No object (chunk) yet on this target: the whole piece is a hole.
+        std::memset(dst, 0, p.length);
+        return;
+      }
+      if (!st.ok()) break;
+      if (reply.length() > p.length) {
+        st = Status::ProtocolError("returned " + std::to_string(reply.length()) +
+                                   " bytes for a " + std::to_string(p.length) + "-byte read");
+      } else if (crc32c(dst, reply.length()) != reply.crc32c()) {
+        st = Status::Corruption("checksum mismatch");
+      } else if (reply.length() < p.length) {
+        // Short: past the end of this chunk, inside the file: zeros.
+        std::memset(dst + reply.length(), 0, p.length - reply.length());
+      }
+      break;
+    }
   }
-  if (!st.ok()) {
-    status_ = io_->target_error(c.target, c.addr, st, "reading from")
-                  .WithContext("object " + std::to_string(object_id_) + " offset " +
-                               std::to_string(c.object_offset));
-    return;
+  if (st.ok()) return;
+  c.attempt.unreachable = is_unreachable(st.code());
+  if (c.attempt.unreachable) {
+    // The connection is dead or wedged: the next attempt connects again.
+    io_->channels_->drop(c.attempt.addr);
+    io_->map_->mark_stale();
   }
-  if (reply.length() > c.length) {
-    status_ = Status::ProtocolError("data server target " + std::to_string(c.target) + " at " +
-                                    c.addr + " returned " + std::to_string(reply.length()) +
-                                    " bytes for a " + std::to_string(c.length) +
-                                    "-byte read of object " + std::to_string(object_id_));
-    return;
-  }
-  if (crc32c(c.dst, reply.length()) != reply.crc32c()) {
-    status_ = Status::Corruption("checksum mismatch reading object " +
-                                 std::to_string(object_id_) + " offset " +
-                                 std::to_string(c.object_offset) + " from target " +
-                                 std::to_string(c.target) + " at " + c.addr);
-    return;
-  }
-  // Short: past the end of this object, inside the file: zeros.
-  if (reply.length() < c.length) {
-    std::memset(c.dst + reply.length(), 0, c.length - reply.length());
-  }
+  c.attempt.status = std::move(st);
+  failed_.push_back(std::move(c.attempt));
 }
 
-Status ReadBatch::wait() {
-  if (done_) return status_;
+Status IoBatch::wait() {
+  if (done_) return result_;
   done_ = true;
   while (!calls_.empty()) finish_front();
-  if (is_refusal(status_.code()) && on_refused_) status_ = on_refused_(status_);
-  return status_;
+  if (failed_.empty()) return result_ = Status::OK();
+  if (on_failed_) return result_ = on_failed_(failed_);
+  return result_ = StripeIo::describe(req_, failed_.front());
 }
 
-void StripeIo::issue_read(ReadBatch& b, uint64_t object_id, std::byte* dst, uint32_t target,
-                          uint64_t object_offset, size_t length) {
-  std::string addr;
-  auto ch = channel_for(target, &addr);
-  if (!ch.ok()) {
-    if (b.status_.ok()) b.status_ = ch.status();
-    return;
-  }
-  proto::ods::ReadRequest req;
-  req.set_object_id(object_id);
-  req.mutable_ref()->set_target_id(target);  // refused if the address now serves another
-  req.set_offset(object_offset);
-  req.set_length(length);
-  net::BulkRegion region{dst, length, net::BulkAccess::kServerPush};
-  net::PendingCall call = net::call_async<OdsRead>(
-      **ch, req, std::span<const net::BulkRegion>(&region, 1), options_.io_timeout);
-  b.calls_.push_back(
-      ReadBatch::Call{std::move(call), target, object_offset, dst, length, std::move(addr)});
-  b.inflight_bytes_ += length;
-}
-
-std::unique_ptr<ReadBatch> StripeIo::start_read(uint64_t object_id, const StripeLayout& layout,
-                                                void* buf, size_t len, uint64_t offset) {
-  auto b = std::make_unique<ReadBatch>();
+std::unique_ptr<IoBatch> StripeIo::start(const IoRequest& r, uint64_t offset, uint64_t len) {
+  auto b = std::make_unique<IoBatch>();
   b->io_ = this;
-  b->object_id_ = object_id;
-  b->status_ = check_layout(object_id, layout);
-  if (!b->status_.ok() || len == 0) return b;
-  auto* base = static_cast<std::byte*>(buf);
-  for (const Piece& p : plan(layout, offset, len)) {
-    issue_read(*b, object_id, base + p.buf_offset, p.target, p.object_offset, p.length);
-    if (!b->status_.ok()) break;  // what was issued is still waited for
+  b->req_ = r;
+  Status bad = check(r);
+  if (!bad.ok()) {
+    b->done_ = true;
+    b->result_ = std::move(bad);
+    return b;
   }
+  if (len == 0) return b;
+  for (IoPiece& p : plan(r, offset, len)) issue(*b, std::move(p));
   return b;
 }
 
-Status StripeIo::read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
-                      uint64_t offset) {
-  if (len == 0) return Status::OK();
-  SURGE_RETURN_IF_ERROR(check_layout(object_id, layout));
-  auto* base = static_cast<std::byte*>(buf);
-  ReadBatch b;
+std::vector<PieceFailure> StripeIo::run(const IoRequest& r, std::vector<IoPiece> pieces) {
+  IoBatch b;
   b.io_ = this;
-  b.object_id_ = object_id;
-  for (const Piece& p : plan(layout, offset, len)) {
-    while (!b.calls_.empty() && b.inflight_bytes_ + p.length > options_.max_inflight_bytes) {
+  b.req_ = r;
+  for (IoPiece& p : pieces) {
+    while (!b.calls_.empty() && b.inflight_bytes_ + p.chunk.length > options_.max_inflight_bytes) {
       b.finish_front();
     }
-    if (!b.status_.ok()) break;
-    issue_read(b, object_id, base + p.buf_offset, p.target, p.object_offset, p.length);
-    if (!b.status_.ok()) break;
+    issue(b, std::move(p));
   }
-  return b.wait();
+  while (!b.calls_.empty()) b.finish_front();
+  b.done_ = true;
+  return std::move(b.failed_);
 }
 
-Status StripeIo::sync(uint64_t object_id, const StripeLayout& layout) {
-  SURGE_RETURN_IF_ERROR(check_layout(object_id, layout));
-  struct Outstanding {
-    net::PendingCall call;
-    uint32_t target;
-    std::string addr;
-  };
-  std::vector<Outstanding> calls;
-  Status first_error;
-  for (uint32_t i = 0; i < layout.stripe_count; ++i) {
-    uint32_t t = layout.targets[i];
-    std::string addr;
-    auto ch = channel_for(t, &addr);
-    if (!ch.ok()) {
-      if (first_error.ok()) first_error = ch.status();
-      continue;
-    }
-    proto::ods::SyncRequest req;
-    req.add_object_ids(object_id);
-    calls.push_back(
-        Outstanding{net::call_async<OdsSync>(**ch, req, {}, options_.io_timeout), t, addr});
+Status StripeIo::describe(const IoRequest& r, const PieceFailure& f) {
+  const ChunkPiece& c = f.piece.chunk;
+  std::string what = std::string(verb(r.op)) + " " + chunk_text(r, c);
+  if (r.op != IoOp::kSync) what += " offset " + std::to_string(c.chunk_offset);
+  if (f.target_id != 0) {
+    what += (r.op == IoOp::kRead ? " from" : " on");
+    what += " data server target " + std::to_string(f.target_id);
+    if (!f.addr.empty()) what += " at " + f.addr;
   }
-  for (auto& o : calls) {
-    Status st = net::finish_call<OdsSync>(o.call, nullptr);
-    if (!st.ok() && first_error.ok()) {
-      first_error = target_error(o.target, o.addr, st, "syncing on")
-                        .WithContext("object " + std::to_string(object_id));
-    }
+  if (c.chain_id != 0 && f.chain_version != 0) {
+    what += " (chain version " + std::to_string(f.chain_version) + ")";
   }
-  return first_error;
+  Status st = f.status;
+  if (f.unreachable) st = Status::IOError(st.ToString());
+  if (!f.piece.previous.ok() && f.no_route) {
+    // No member left: say what happened to the last one tried.
+    st = Status::IOError(st.message() + "; before that: " + f.piece.previous.ToString());
+  }
+  return st.WithContext(what);
+}
+
+Status StripeIo::first_failure(const IoRequest& r, const std::vector<PieceFailure>& failed) {
+  return failed.empty() ? Status::OK() : describe(r, failed.front());
+}
+
+Status StripeIo::write(uint64_t ino, const FileLayout& layout, const void* buf, size_t len,
+                       uint64_t offset) {
+  IoRequest r = make_request(IoOp::kWrite, ino, layout, buf);
+  SURGE_RETURN_IF_ERROR(check(r));
+  return first_failure(r, run(r, plan(r, offset, len)));
+}
+
+Status StripeIo::read(uint64_t ino, const FileLayout& layout, void* buf, size_t len,
+                      uint64_t offset) {
+  IoRequest r = make_request(IoOp::kRead, ino, layout, buf);
+  SURGE_RETURN_IF_ERROR(check(r));
+  return first_failure(r, run(r, plan(r, offset, len)));
+}
+
+Status StripeIo::sync(uint64_t ino, const FileLayout& layout) {
+  IoRequest r = make_request(IoOp::kSync, ino, layout, nullptr);
+  SURGE_RETURN_IF_ERROR(check(r));
+  return first_failure(r, run(r, plan(r, 0, 0)));
 }
 
 }  // namespace surge::client

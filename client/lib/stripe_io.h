@@ -1,16 +1,24 @@
-// StripeIo: the striped data path. A file range is split at stripe
-// boundaries (common/stripe_map.h), and again into pieces no larger than
-// kMaxPiece; the pieces go to their data servers in parallel (call_async on
-// each), at most max_inflight_bytes outstanding at once, and an IO completes
+// StripeIo: the striped data path. A file range is mapped to the chunks
+// that hold it (common/chunk_map.h, the one mapping for every layout
+// format) and cut again into pieces no larger than kMaxPiece; each piece
+// goes to the member of its chain that the request wants (chain_route.h:
+// updates to the head, reads spread over the serving members), or for a
+// format 1 layout to the slot's target, all in parallel (call_async on
+// each), at most max_inflight_bytes outstanding at once. An IO completes
 // only when every piece it issued has completed (so no data server touches
 // the caller's memory after we return, even on error).
 //
-// Checksums: writes carry the CRC32C of each piece, which the data server
-// checks; reads verify the CRC32C the data server returns, and a mismatch is
-// Corruption (EIO), never silent bad bytes. Failures of a data server (down,
-// refused, timed out) are IOError naming the target and address, within the
-// io timeout, and mark the cluster map stale so the next IO finds the server
-// again if it came back elsewhere.
+// Every request carries a ChunkRef: the target it is meant for, and for a
+// chained chunk its chain, the chain version this client used and the
+// chunk id {ino, slot, position} (object_id 0). Format 1 pieces name their
+// target and object_id = ino, as before chains.
+//
+// StripeIo makes one attempt per piece and hands back the pieces that
+// failed, with what they failed of (PieceFailure); what to do about them
+// (a fresh map, another member, a report to the MDS, giving up) is
+// DataPath's. Checksums: writes carry the CRC32C of each piece, which the
+// data server checks; reads verify the CRC32C the data server returns (a
+// mismatch is a Corruption failure of that piece, never silent bad bytes).
 #pragma once
 
 #include <chrono>
@@ -18,12 +26,17 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "client/lib/chain_route.h"
 #include "client/lib/cluster_map_cache.h"
+#include "common/chunk_map.h"
+#include "common/file_layout.h"
 #include "common/status.h"
 #include "net/proto/ods.pb.h"
 #include "net/rpc_channel.h"
-#include "surge/client.h"
 
 namespace surge::client {
 
@@ -31,70 +44,81 @@ class StripeIo;
 
 // A data server's refusal of a request made under an old map: the target
 // id it names is not the server's own (its address now serves another
-// target), or the chain version is stale. The map is marked stale; the
-// IO is worth doing again under a fresh one.
+// target), or the chain version is stale. The IO is worth doing again
+// under a fresh map.
 bool is_refusal(Code c);
+// The request never got an answer from the target: connecting failed, the
+// connection dropped, or the call timed out (not an error reply).
+bool is_unreachable(Code c);
 
-// The pieces of one write in flight (StripeIo::start_write). wait() blocks
-// until every piece has completed and returns the first error; the data
-// servers may read the source buffer until then.
-class WriteBatch {
- public:
-  // Called by wait() when a data server refused a piece (is_refusal): its
-  // answer (the IO done again under a fresh map, DataPath) replaces the
-  // refusal.
-  using OnRefused = std::function<Status(const Status& refusal)>;
-  Status wait();
-  ~WriteBatch() { (void)wait(); }
-  void set_on_refused(OnRefused f) { on_refused_ = std::move(f); }
+enum class IoOp { kWrite, kRead, kSync, kFallocate };
 
- private:
-  friend class StripeIo;
-  void finish_calls();
-  OnRefused on_refused_;
-  struct Call {
-    net::PendingCall call;
-    uint32_t target;
-    uint64_t object_offset;
-    std::string addr;
-  };
-  StripeIo* io_ = nullptr;
-  uint64_t object_id_ = 0;
-  std::vector<Call> calls_;
-  Status status_;
-  bool done_ = false;
+// What one IO does; copied into the batch, so it outlives the caller's
+// frame (buf must stay valid until the batch's wait() returns).
+struct IoRequest {
+  IoOp op = IoOp::kRead;
+  uint64_t ino = 0;
+  FileLayout layout;
+  std::byte* buf = nullptr;  // write: the source; read: the destination
+  proto::ods::FallocateMode mode = proto::ods::FALLOCATE_RESERVE;  // kFallocate
+  bool keep_size = false;                                          // kFallocate
 };
 
-// The pieces of one read in flight (StripeIo::start_read). wait() blocks
-// until every piece has landed and been checked (CRC32C; holes and short
-// objects as zeros) and returns the first error; the data servers may
-// write into the destination until then.
-class ReadBatch {
+// buf: the source of a write, the destination of a read, null otherwise.
+IoRequest make_request(IoOp op, uint64_t ino, const FileLayout& layout, const void* buf);
+
+// One piece of an IO: a part of one chunk (the whole chunk for a sync).
+struct IoPiece {
+  ChunkPiece chunk;         // chunk id, chain or target, chunk and file offset, length
+  uint64_t buf_offset = 0;  // from the start of the request's buffer
+  RouteHint hint;           // what earlier attempts learnt
+  Status previous;          // how the last attempt failed (for the final error)
+};
+
+// One attempt of a piece that failed.
+struct PieceFailure {
+  IoPiece piece;
+  uint32_t target_id = 0;      // where it went (0: nowhere)
+  uint64_t chain_version = 0;  // the chain version it carried
+  std::string addr;            // the target's address ("" when none was found)
+  Status status;               // the raw outcome: an error reply or a transport error
+  bool unreachable = false;    // is_unreachable: the target did not answer
+  bool no_route = false;       // no member to send it to, or no map to tell
+};
+
+// The pieces of one IO in flight. wait() blocks until every piece has
+// completed (the data servers may read or write the request's buffer until
+// then) and returns OK, or what the on_failed hook made of the failed
+// pieces (DataPath: another attempt), or without a hook the first failure
+// as an error naming the chunk, the target and its address.
+class IoBatch {
  public:
-  using OnRefused = std::function<Status(const Status& refusal)>;  // as WriteBatch's
+  using OnFailed = std::function<Status(std::vector<PieceFailure> failed)>;
   Status wait();
-  ~ReadBatch() { (void)wait(); }
-  void set_on_refused(OnRefused f) { on_refused_ = std::move(f); }
+  ~IoBatch() { (void)wait(); }
+  void set_on_failed(OnFailed f) { on_failed_ = std::move(f); }
+  // After wait(): the pieces that failed their attempt.
+  const std::vector<PieceFailure>& failures() const { return failed_; }
 
  private:
   friend class StripeIo;
-  OnRefused on_refused_;
   struct Call {
     net::PendingCall call;
-    uint32_t target;
-    uint64_t object_offset;
-    std::byte* dst;
-    size_t length;
-    std::string addr;
+    PieceFailure attempt;  // piece, target, address; status filled on failure
   };
   void finish_front();
+
   StripeIo* io_ = nullptr;
-  uint64_t object_id_ = 0;
+  IoRequest req_;
   std::deque<Call> calls_;
   uint64_t inflight_bytes_ = 0;
-  Status status_;
+  std::vector<PieceFailure> failed_;
+  OnFailed on_failed_;
   bool done_ = false;
+  Status result_;
 };
+using WriteBatch = IoBatch;
+using ReadBatch = IoBatch;
 
 class StripeIo {
  public:
@@ -107,37 +131,38 @@ class StripeIo {
   StripeIo(ClusterMapCache* map, net::ChannelPool* channels, Options options)
       : map_(map), channels_(channels), options_(options) {}
 
-  // Writes [offset, offset + len) of file object_id from buf.
-  Status write(uint64_t object_id, const StripeLayout& layout, const void* buf, size_t len,
+  // The pieces of an IO: for writes and reads [offset, offset + len) cut
+  // at stripe units and kMaxPiece; for a fallocate the range of each chunk
+  // the file range touches; for a sync every chunk of the file.
+  static std::vector<IoPiece> plan(const IoRequest& r, uint64_t offset, uint64_t len);
+  // InvalidArgument (EIO) naming the file for a layout StripeIo cannot use.
+  static Status check(const IoRequest& r);
+
+  // Issues every piece of [offset, offset + len) at once and returns
+  // without waiting (write behind, read ahead): the caller bounds how much
+  // it keeps in flight. A layout check() refuses fails the batch's wait().
+  std::unique_ptr<IoBatch> start(const IoRequest& r, uint64_t offset, uint64_t len);
+  // Issues the pieces with at most max_inflight_bytes outstanding and
+  // waits for all; returns the ones that failed.
+  std::vector<PieceFailure> run(const IoRequest& r, std::vector<IoPiece> pieces);
+
+  // The error the application sees for a failed piece: its status with
+  // what was done, to which chunk (or object), target and address.
+  static Status describe(const IoRequest& r, const PieceFailure& f);
+
+  // One attempt of a whole IO, the first failure as the error (no retry):
+  // what tests of the engine alone use.
+  Status write(uint64_t ino, const FileLayout& layout, const void* buf, size_t len,
                uint64_t offset);
-  // Issues the whole write at once and returns without waiting (write
-  // behind): buf must stay valid until the batch's wait() returns. The
-  // caller bounds how much it keeps in flight.
-  std::unique_ptr<WriteBatch> start_write(uint64_t object_id, const StripeLayout& layout,
-                                          const void* buf, size_t len, uint64_t offset);
-  // Reads [offset, offset + len) into buf; the caller clamps to the file
-  // size. Bytes no data server holds (holes, short objects) read as zeros.
-  Status read(uint64_t object_id, const StripeLayout& layout, void* buf, size_t len,
-              uint64_t offset);
-  // Issues the whole read at once (read ahead) and returns without waiting:
-  // buf must stay valid until the batch's wait() returns.
-  std::unique_ptr<ReadBatch> start_read(uint64_t object_id, const StripeLayout& layout, void* buf,
-                                        size_t len, uint64_t offset);
-  // fallocate of the file range [offset, offset + length): one OdsFallocate
-  // per target whose object the range touches, all at once (fallocate.cpp).
-  Status fallocate(uint64_t object_id, const StripeLayout& layout, uint64_t offset,
-                   uint64_t length, proto::ods::FallocateMode mode, bool keep_size);
-  // Makes object_id durable on every target of the layout.
-  Status sync(uint64_t object_id, const StripeLayout& layout);
+  Status read(uint64_t ino, const FileLayout& layout, void* buf, size_t len, uint64_t offset);
+  Status sync(uint64_t ino, const FileLayout& layout);
 
  private:
-  friend class WriteBatch;
-  friend class ReadBatch;
-  void issue_read(ReadBatch& b, uint64_t object_id, std::byte* dst, uint32_t target,
-                  uint64_t object_offset, size_t length);
-  Result<std::shared_ptr<net::RpcChannel>> channel_for(uint32_t target_id, std::string* addr);
-  Status target_error(uint32_t target_id, const std::string& addr, const Status& st,
-                      const char* what);
+  friend class IoBatch;
+  // Routes and sends one piece into b (a failure to route or connect is
+  // recorded as failed at once).
+  void issue(IoBatch& b, IoPiece piece);
+  Status first_failure(const IoRequest& r, const std::vector<PieceFailure>& failed);
 
   ClusterMapCache* map_;
   net::ChannelPool* channels_;

@@ -39,7 +39,7 @@ Result<size_t> WriteBehind::write(InodeState& st, const std::byte* buf, size_t l
   auto accepted = [&] {
     if (on_accepted != nullptr && *on_accepted) (*on_accepted)();
   };
-  StripeLayout layout;
+  FileLayout layout;
   {
     std::lock_guard lk(st.mu);
     layout = st.layout;

@@ -119,7 +119,7 @@ class StripeIoTest : public ::testing::Test {
   std::unique_ptr<ClusterMapCache> cache_;
   std::unique_ptr<net::ChannelPool> channels_;
   std::unique_ptr<StripeIo> io_;
-  StripeLayout layout_;
+  FileLayout layout_;  // format 1: objects keyed by ino on targets 10, 11, 12
 };
 
 TEST_F(StripeIoTest, RoundTripsAtEveryBoundary) {

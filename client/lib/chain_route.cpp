@@ -1,0 +1,72 @@
+#include "client/lib/chain_route.h"
+
+#include <algorithm>
+#include <string>
+
+namespace surge::client {
+
+namespace {
+
+namespace pb = proto::mds;
+
+std::string chain_text(const pb::Chain& c) {
+  std::string s = "chain " + std::to_string(c.chain_id()) + " (version " +
+                  std::to_string(c.version()) + ", members";
+  for (const auto& m : c.members()) {
+    const char* st = m.state() == pb::MEMBER_SERVING   ? "serving"
+                     : m.state() == pb::MEMBER_SYNCING ? "syncing"
+                                                       : "offline";
+    s += ' ';
+    s += std::to_string(m.target_id());
+    s += ':';
+    s += st;
+  }
+  return s + ")";
+}
+
+bool avoided(const RouteHint& h, uint32_t target) {
+  return std::find(h.avoid.begin(), h.avoid.end(), target) != h.avoid.end();
+}
+
+}  // namespace
+
+Result<uint32_t> chain_head(const pb::Chain& chain) {
+  for (const auto& m : chain.members()) {
+    if (m.state() == pb::MEMBER_SERVING || m.state() == pb::MEMBER_SYNCING) return m.target_id();
+  }
+  return Status::Unavailable(chain_text(chain) + " has no member that takes writes");
+}
+
+Result<uint32_t> chain_reader(const pb::Chain& chain, uint64_t spread_key, const RouteHint& hint) {
+  std::vector<uint32_t> serving;
+  for (const auto& m : chain.members()) {
+    if (m.state() == pb::MEMBER_SERVING) serving.push_back(m.target_id());
+  }
+  if (serving.empty()) return Status::Unavailable(chain_text(chain) + " has no serving member");
+  if (hint.last_serving) {
+    // Only the last SERVING member serves a dirty chunk; if it cannot be
+    // reached the map must change first (the MDS takes it out, and the one
+    // before it becomes last).
+    if (!avoided(hint, serving.back())) return serving.back();
+    return Status::Unavailable(chain_text(chain) + ": its last serving member " +
+                               std::to_string(serving.back()) + " was tried already");
+  }
+  std::vector<uint32_t> left;
+  for (uint32_t t : serving) {
+    if (!avoided(hint, t)) left.push_back(t);
+  }
+  if (left.empty()) {
+    return Status::Unavailable(chain_text(chain) + ": every serving member was tried already");
+  }
+  return left[spread_key % left.size()];
+}
+
+uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe) {
+  // splitmix64 over the three: neighbouring stripes land on different members.
+  uint64_t x = ino * 0x9E3779B97F4A7C15ull ^ (uint64_t{slot} << 40) ^ stripe;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace surge::client

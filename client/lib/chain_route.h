@@ -1,0 +1,42 @@
+// ChainRoute: which member of a chain a request for one of its chunks goes
+// to (docs/redundancy.md, "Writes" and "Reads (CRAQ)"). Pure functions over
+// the chain as the cluster map shows it; DataPath picks, StripeIo sends.
+//
+// * Updates (write, truncate, remove, sync, fallocate) go to the head: the
+//   first member of the write chain (SERVING or SYNCING members in list
+//   order; OFFLINE ones are skipped wherever they sit).
+// * Reads go to a member of the read set (the SERVING members), chosen by
+//   a hash of the chunk and the stripe inside it, so sequential readers of
+//   a chunk at rest spread over every replica. A read refused with
+//   ChunkDirty goes to the last SERVING member (the only one that serves a
+//   dirty chunk); one refused with NotServing, or whose member could not
+//   be reached, goes to a member not tried yet.
+// Unavailable naming the chain when no member is left: the IO fails then.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "net/proto/mds.pb.h"
+
+namespace surge::client {
+
+// What earlier attempts of one piece learnt about where to send it next.
+struct RouteHint {
+  std::vector<uint32_t> avoid;  // members that refused (NotServing) or could not be reached
+  bool last_serving = false;    // the chunk was dirty: only the last SERVING member serves it
+};
+
+// The head of chain's write chain.
+Result<uint32_t> chain_head(const proto::mds::Chain& chain);
+
+// The member a read of a chunk goes to; spread_key picks among the read
+// set (a hash of ino, slot and stripe).
+Result<uint32_t> chain_reader(const proto::mds::Chain& chain, uint64_t spread_key,
+                              const RouteHint& hint);
+
+// The key chain_reader spreads by: one per stripe unit of one chunk.
+uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe);
+
+}  // namespace surge::client
