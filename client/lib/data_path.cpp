@@ -40,6 +40,10 @@ bool DataPath::report(const IoRequest& r, const PieceFailure& f) {
 Status DataPath::recover(const IoRequest& r, std::vector<PieceFailure> failed,
                          Clock::time_point deadline) {
   auto pause = std::chrono::milliseconds(0);  // the first retry goes at once
+  const auto began = Clock::now();
+  const size_t pieces = failed.size();
+  Status first;
+  int rounds = 0;
   while (!failed.empty()) {
     std::vector<IoPiece> again;
     std::set<uint32_t> reported;  // one report per target per round
@@ -68,11 +72,12 @@ Status DataPath::recover(const IoRequest& r, std::vector<PieceFailure> failed,
       } else {
         return err;  // not something another attempt mends
       }
-      if (f.unreachable || wait) SLOG_INFO("client: {}; trying again", err.ToString());
       f.piece.previous = err;
       last = err;
       again.push_back(std::move(f.piece));
     }
+    if (first.ok()) first = last;
+    SLOG_INFO("client: {} piece(s) failed ({}); trying again", again.size(), last.ToString());
     if (refetch) map_->mark_stale();
     if (wait) pause = std::max(pause, std::chrono::milliseconds(50));
     if (Clock::now() + pause >= deadline) {
@@ -81,8 +86,17 @@ Status DataPath::recover(const IoRequest& r, std::vector<PieceFailure> failed,
     }
     std::this_thread::sleep_for(pause);
     failed = io_.run(r, std::move(again));
+    ++rounds;
     pause = std::min(std::max(pause * 2, std::chrono::milliseconds(20)),
                      std::chrono::milliseconds(500));
+  }
+  if (rounds > 0) {
+    // A failover done: worth a line at the level tools log at.
+    SLOG_WARN("client: {} piece(s) of inode {} served again after {} ms, {} retry round(s); "
+              "first failure: {}",
+              pieces, r.ino,
+              std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count(),
+              rounds, first.ToString());
   }
   return Status::OK();
 }
