@@ -81,7 +81,8 @@ Status DataPath::recover(const IoRequest& r, std::vector<PieceFailure> failed,
     if (refetch) map_->mark_stale();
     if (wait) pause = std::max(pause, std::chrono::milliseconds(50));
     if (Clock::now() + pause >= deadline) {
-      return Status::IOError(last.ToString() + "; no attempt succeeded within the io timeout (" +
+      const std::string why = last.code() == Code::kIOError ? last.message() : last.ToString();
+      return Status::IOError(why + "; no attempt succeeded within the io timeout (" +
                              std::to_string(io_timeout_.count()) + " ms)");
     }
     std::this_thread::sleep_for(pause);
