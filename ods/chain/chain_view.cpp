@@ -65,12 +65,79 @@ Status ChainView::refresh() {
     if (a.find("://") == std::string::npos) a = options_.scheme + "://" + a;
     addresses[t.target_id()] = std::move(a);
   }
-  std::lock_guard lk(mu_);
-  if (resp.map().version() < map_version_) return Status::OK();  // a newer one won
-  map_version_ = resp.map().version();
-  chains_ = std::move(chains);
-  addresses_ = std::move(addresses);
+  std::function<void()> notify;
+  {
+    std::lock_guard lk(mu_);
+    if (resp.map().version() <= map_version_) return Status::OK();  // nothing new
+    map_version_ = resp.map().version();
+    chains_ = std::move(chains);
+    addresses_ = std::move(addresses);
+    notify = on_change_;
+  }
+  if (notify) notify();
   return Status::OK();
+}
+
+void ChainView::on_change(std::function<void()> fn) {
+  std::lock_guard lk(mu_);
+  on_change_ = std::move(fn);
+}
+
+Result<ChainPlace> ChainView::place(uint32_t chain_id) {
+  std::lock_guard lk(mu_);
+  return place_locked(chain_id, own_id_());
+}
+
+std::vector<ChainPlace> ChainView::places() {
+  std::lock_guard lk(mu_);
+  std::vector<ChainPlace> out;
+  const uint32_t me = own_id_();
+  for (const auto& [id, c] : chains_) {
+    auto p = place_locked(id, me);
+    if (p.ok()) out.push_back(*p);
+  }
+  return out;
+}
+
+Status ChainView::report_failure(uint32_t target_id, uint32_t chain_id, uint64_t chain_version,
+                                 const Status& seen) {
+  if (options_.mds.empty()) return Status::Unavailable("no MDS configured to report target " +
+                                                       std::to_string(target_id) + " to");
+  auto ch = channels_.get(options_.mds);
+  if (!ch.ok()) return ch.status().WithContext("reporting target " + std::to_string(target_id) +
+                                               " to the MDS at " + options_.mds);
+  mds::ReportTargetFailureRequest req;
+  req.set_target_id(target_id);
+  req.set_chain_id(chain_id);
+  req.set_chain_version(chain_version);
+  req.set_code(static_cast<uint32_t>(seen.code()));
+  req.set_message(seen.ToString());
+  req.set_reporter("target " + std::to_string(own_id_()));
+  mds::ReportTargetFailureReply resp;
+  Status st = (*ch)->call<mds::MdsReportTargetFailure>(req, &resp);
+  if (!st.ok()) {
+    if (!(*ch)->connected()) channels_.drop(options_.mds);
+    return st.WithContext("reporting target " + std::to_string(target_id) + " to the MDS at " +
+                          options_.mds);
+  }
+  return refresh();
+}
+
+Result<mds::ReportChainSyncReply> ChainView::report_sync(const mds::ReportChainSyncRequest& req) {
+  if (options_.mds.empty()) return Status::Unavailable("no MDS configured to report a resync to");
+  auto ch = channels_.get(options_.mds);
+  if (!ch.ok()) return ch.status().WithContext("reporting the resync of chain " +
+                                               std::to_string(req.chain_id()) + " to the MDS at " +
+                                               options_.mds);
+  mds::ReportChainSyncReply resp;
+  Status st = (*ch)->call<mds::MdsReportChainSync>(req, &resp);
+  if (!st.ok()) {
+    if (!(*ch)->connected()) channels_.drop(options_.mds);
+    return st.WithContext("reporting the resync of chain " + std::to_string(req.chain_id()) +
+                          " to target " + std::to_string(req.target_id()) + " to the MDS at " +
+                          options_.mds);
+  }
+  return resp;
 }
 
 Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const {
@@ -104,6 +171,7 @@ Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const
   for (int i = mine + 1; i < c.members_size(); ++i) {
     if (!in_write_chain(c.members(i).state())) continue;
     p.successor = c.members(i).target_id();
+    p.successor_syncing = c.members(i).state() == mds::MEMBER_SYNCING;
     auto a = addresses_.find(p.successor);
     if (a != addresses_.end()) p.successor_address = a->second;
     break;

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
 #include "net/proto/mds.pb.h"
@@ -44,6 +45,7 @@ struct ChainPlace {
   bool last_serving = false;  // the last SERVING member (serves dirty chunks)
   uint32_t successor = 0;     // next member of the write chain (0: we are the tail)
   std::string successor_address;
+  bool successor_syncing = false;  // it is SYNCING: we are its resync source
 };
 
 struct ChainViewOptions {
@@ -70,6 +72,23 @@ class ChainView {
 
   uint64_t map_version() const;
 
+  // Our place in chain_id under the version we hold now (no fetch), or
+  // WrongTarget / NotFound.
+  Result<ChainPlace> place(uint32_t chain_id);
+  // The chains whose write chain lists us, under the versions we hold.
+  std::vector<ChainPlace> places();
+  // Reports to the MDS that target_id, our successor in chain_id, failed
+  // (MdsReportTargetFailure) and fetches the map again. OK when the report
+  // reached the MDS.
+  Status report_failure(uint32_t target_id, uint32_t chain_id, uint64_t chain_version,
+                        const Status& seen);
+  // MdsReportChainSync for a resync this server is the source of.
+  Result<proto::mds::ReportChainSyncReply> report_sync(
+      const proto::mds::ReportChainSyncRequest& req);
+  // Called (on the fetching thread) after every fetch that moved the map.
+  void on_change(std::function<void()> fn);
+  uint32_t own_id() const { return own_id_(); }
+
  private:
   // Under mu_: our place in chain_id, or WrongTarget.
   Result<ChainPlace> place_locked(uint32_t chain_id, uint32_t me) const;
@@ -82,6 +101,7 @@ class ChainView {
   uint64_t map_version_ = 0;
   std::unordered_map<uint32_t, proto::mds::Chain> chains_;
   std::unordered_map<uint32_t, std::string> addresses_;  // target id -> address
+  std::function<void()> on_change_;
 };
 
 }  // namespace surge::ods

@@ -20,9 +20,12 @@
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
 #include "common/metrics_endpoint.h"
+#include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
+#include "ods/chain/chained_chunks.h"
 #include "ods/daemon/ods_config.h"
 #include "ods/service/ods_service.h"
+#include "ods/store/chunk_store.h"
 #include "ods/store/object_store.h"
 
 namespace {
@@ -48,6 +51,9 @@ int run(const OdsConfig& cfg) {
   so.reserved_free_bytes = cfg.reserved_free_bytes;
   auto store = ObjectStore::Open(so);
   if (!store.ok()) return fail(store.status());
+  // Chained chunks (format 2 files) beside the legacy objects.
+  auto chunks = ChunkStore::Open(so);
+  if (!chunks.ok()) return fail(chunks.status());
 
   net::ServerOptions opts;
   opts.listen = cfg.listen;
@@ -80,7 +86,12 @@ int run(const OdsConfig& cfg) {
     MdsRegistration* r = registration.load();
     return r != nullptr ? r->target_id() : 0u;
   });
-  OdsService service(**store, (*server)->pool(), svc_opts, &chains);
+  ChainForwarderOptions fo;
+  fo.cluster_key = *key;
+  ChainForwarder forwarder(**chunks, chains, (*server)->pool(), fo);
+  ChainedChunks chained(**chunks, chains, forwarder);
+  OdsService service(**store, (*server)->pool(), svc_opts, &chains,
+                     cfg.mds.empty() ? nullptr : &chained);
   service.register_handlers(**server);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   const std::string address = (*server)->address();

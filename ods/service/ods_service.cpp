@@ -57,10 +57,11 @@ Status check_bulk(net::RpcContext& ctx, net::BulkAccess want, uint64_t id, const
 }  // namespace
 
 OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options,
-                       ChainView* chains)
+                       ChainView* chains, ChainedChunks* chained)
     : store_(store),
       options_(options),
       chains_(chains),
+      chained_(chained),
       chunk_(std::min(kMaxChunk, pool.max_buffer_size())),
       admission_(options.io_buffers != 0 ? std::min(options.io_buffers, largest_class_count(pool))
                                          : largest_class_count(pool)) {
@@ -82,7 +83,7 @@ void OdsService::register_handlers(net::RpcServer& server) {
       [this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) {
         return counted(pb::OdsWrite::kMethod, write(ctx, q, r));
       },
-      kBrief);
+      chained_ != nullptr ? net::HandlerMode::kWorker : kBrief);
   server.add<pb::OdsRead>(
       [this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) {
         return counted(pb::OdsRead::kMethod, read(ctx, q, r));
@@ -113,6 +114,20 @@ void OdsService::register_handlers(net::RpcServer& server) {
   server.add<pb::OdsFallocate>(
       [this](net::RpcContext&, const pb::FallocateRequest& q, pb::FallocateReply& r) {
         return counted(pb::OdsFallocate::kMethod, fallocate(q, r));
+      });
+  // Between data servers (docs/redundancy.md): they wait for the next
+  // member or the disk, so always on the worker pool.
+  server.add<pb::OdsChainForward>(
+      [this](net::RpcContext& ctx, const pb::ChainForwardRequest& q, pb::ChainForwardReply& r) {
+        return counted(pb::OdsChainForward::kMethod, chain_forward(ctx, q, r));
+      });
+  server.add<pb::OdsListChunks>(
+      [this](net::RpcContext&, const pb::ListChunksRequest& q, pb::ListChunksReply& r) {
+        return counted(pb::OdsListChunks::kMethod, list_chunks(q, r));
+      });
+  server.add<pb::OdsResyncChunk>(
+      [this](net::RpcContext& ctx, const pb::ResyncChunkRequest& q, pb::ResyncChunkReply& r) {
+        return counted(pb::OdsResyncChunk::kMethod, resync_chunk(ctx, q, r));
       });
 }
 
@@ -172,20 +187,69 @@ std::string OdsService::metrics_text() {
   return out;
 }
 
-Status OdsService::admit(const pb::ChunkRef& ref, const char* op) {
-  if (chains_ == nullptr) return Status::OK();
+Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op) {
+  if (chains_ == nullptr) {
+    if (ref.chain_id() != 0) {
+      return Status::NotSupported(std::string(op) + " of a chunk of chain " +
+                                  std::to_string(ref.chain_id()) +
+                                  ": this data server has no chain table (no MDS)");
+    }
+    return ChainPlace{};
+  }
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, chains_->admit(ref, op));
-  if (place.chain_id != 0) {
+  if (place.chain_id != 0 && chained_ == nullptr) {
     return Status::NotSupported(std::string(op) + " of a chunk of chain " +
                                 std::to_string(place.chain_id) +
-                                ": this data server does not serve chained chunks yet");
+                                ": this data server does not serve chained chunks");
   }
-  return Status::OK();
+  return place;
+}
+
+Result<OdsService::IoBuffer> OdsService::io_buffer(net::BufferPool& pool) {
+  IoBuffer b;
+  SURGE_ASSIGN_OR_RETURN(b.grant, admission_.acquire(1, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(b.buf, pool.acquire(chunk_, options_.buffer_wait));
+  return b;
+}
+
+Status OdsService::chain_forward(net::RpcContext& ctx, const pb::ChainForwardRequest& req,
+                                 pb::ChainForwardReply& resp) {
+  InflightGuard g(inflight_);
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "chain forward"));
+  if (place.chain_id == 0) return Status::InvalidArgument("chain forward without a chain id");
+  SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+  Status st = chained_->forward(ctx, req, place, std::move(io.buf), resp);
+  if (st.ok() && req.kind() == pb::UPDATE_WRITE) {
+    write_bytes_.fetch_add(req.length(), std::memory_order_relaxed);
+  }
+  return st;
+}
+
+Status OdsService::list_chunks(const pb::ListChunksRequest& req, pb::ListChunksReply& resp) {
+  InflightGuard g(inflight_);
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "list chunks"));
+  if (place.chain_id == 0) return Status::InvalidArgument("list chunks without a chain id");
+  return chained_->list(req, place, resp);
+}
+
+Status OdsService::resync_chunk(net::RpcContext& ctx, const pb::ResyncChunkRequest& req,
+                                pb::ResyncChunkReply& resp) {
+  InflightGuard g(inflight_);
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "resync chunk"));
+  if (place.chain_id == 0) return Status::InvalidArgument("resync chunk without a chain id");
+  SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+  return chained_->resync(ctx, req, place, std::move(io.buf), resp);
 }
 
 Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::WriteReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_RETURN_IF_ERROR(admit(req.ref(), "write"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "write"));
+  if (place.chain_id != 0) {
+    SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+    Status st = chained_->write(ctx, req, place, std::move(io.buf), resp);
+    if (st.ok()) write_bytes_.fetch_add(req.length(), std::memory_order_relaxed);
+    return st;
+  }
   const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
   if (id == 0) return Status::InvalidArgument("write from " + ctx.peer() + ": object id 0");
   if (len == 0) return Status::InvalidArgument("write " + obj_name(id) + " from " + ctx.peer() + ": length 0");
@@ -316,7 +380,18 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
 
 Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::ReadReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_RETURN_IF_ERROR(admit(req.ref(), "read"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "read"));
+  if (place.chain_id != 0) {
+    if (req.length() > options_.max_io_bytes) {
+      return Status::InvalidArgument("read of a chunk from " + ctx.peer() + ": length " +
+                                     std::to_string(req.length()) + " over the limit " +
+                                     std::to_string(options_.max_io_bytes));
+    }
+    SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+    Status st = chained_->read(ctx, req, place, std::move(io.buf), resp);
+    if (st.ok()) read_bytes_.fetch_add(resp.length(), std::memory_order_relaxed);
+    return st;
+  }
   const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
   if (id == 0) return Status::InvalidArgument("read from " + ctx.peer() + ": object id 0");
   if (len > options_.max_io_bytes) {
@@ -365,15 +440,17 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
   return Status::OK();
 }
 
-Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply&) {
+Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_RETURN_IF_ERROR(admit(req.ref(), "truncate"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "truncate"));
+  if (place.chain_id != 0) return chained_->truncate(req, place, resp);
   return store_.truncate(req.object_id(), req.size());
 }
 
 Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_RETURN_IF_ERROR(admit(req.ref(), "remove"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "remove"));
+  if (place.chain_id != 0) return chained_->remove(req, place, resp);
   SURGE_ASSIGN_OR_RETURN(bool existed, store_.remove(req.object_id()));
   resp.set_existed(existed);
   return Status::OK();
@@ -381,7 +458,8 @@ Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
 
 Status OdsService::stat(const pb::StatRequest& req, pb::StatReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_RETURN_IF_ERROR(admit(req.ref(), "stat"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "stat"));
+  if (place.chain_id != 0) return chained_->stat(req, place, resp);
   SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.stat(req.object_id()));
   resp.set_size(size);
   return Status::OK();
@@ -393,9 +471,20 @@ Status OdsService::sync(const pb::SyncRequest& req, pb::SyncReply&) {
     return Status::InvalidArgument("sync of " + std::to_string(req.object_ids_size()) + " objects, the limit is " +
                                    std::to_string(options_.max_sync_ids));
   }
-  for (const auto& ref : req.refs()) SURGE_RETURN_IF_ERROR(admit(ref, "sync"));
+  if (static_cast<size_t>(req.refs_size()) > options_.max_sync_ids) {
+    return Status::InvalidArgument("sync of " + std::to_string(req.refs_size()) +
+                                   " chunks, the limit is " + std::to_string(options_.max_sync_ids));
+  }
+  std::vector<std::pair<const pb::ChunkRef*, ChainPlace>> chunks;
+  for (const auto& ref : req.refs()) {
+    SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(ref, "sync"));
+    if (place.chain_id != 0) chunks.emplace_back(&ref, place);
+  }
   std::vector<uint64_t> ids(req.object_ids().begin(), req.object_ids().end());
-  return store_.sync(ids);
+  // Legacy objects (all unsynced ones when no id is named and no chunk is).
+  if (!ids.empty() || chunks.empty()) SURGE_RETURN_IF_ERROR(store_.sync(ids));
+  for (const auto& [ref, place] : chunks) SURGE_RETURN_IF_ERROR(chained_->sync(*ref, place));
+  return Status::OK();
 }
 
 Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
@@ -408,7 +497,8 @@ Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
 
 Status OdsService::fallocate(const pb::FallocateRequest& req, pb::FallocateReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_RETURN_IF_ERROR(admit(req.ref(), "fallocate"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "fallocate"));
+  if (place.chain_id != 0) return chained_->fallocate(req, place, resp);
   ObjectStore::SpaceOp op;
   switch (req.mode()) {
     case pb::FALLOCATE_RESERVE: op = ObjectStore::SpaceOp::kReserve; break;

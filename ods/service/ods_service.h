@@ -15,8 +15,12 @@
 // Every request's ChunkRef is judged first by the ChainView (when one is
 // given): a target id not ours, a stale chain version or a chain we are not
 // in is refused with its own code (WrongTarget, StaleChain) before anything
-// is read or stored. Chained chunks (ref.chain_id != 0) are not served yet
-// (NotSupported): ods/chain/ grows the chain forwarding that serves them.
+// is read or stored. Chained chunks (ref.chain_id != 0) are handed, with
+// one admission unit and one pool buffer, to ChainedChunks (ods/chain/),
+// which orders, versions, stores and forwards them; a service without it
+// answers NotSupported for them. With it, OdsWrite runs on the worker pool
+// (never in place on a transport thread): a chained write waits for its
+// successor, which may be waiting for a transport thread of ours.
 //
 // Write: the payload is pulled in order from offset 0 (TCP streams it),
 // chunk by chunk into pool buffers while its CRC32C is computed; only when
@@ -35,6 +39,7 @@
 #include "net/proto/ods_methods.h"
 #include "net/rpc_server.h"
 #include "ods/chain/chain_view.h"
+#include "ods/chain/chained_chunks.h"
 #include "ods/service/io_admission.h"
 #include "ods/store/object_store.h"
 
@@ -52,8 +57,9 @@ class OdsService {
  public:
   // pool: the RPC server's pool (the one ctx.pool() returns).
   // chains (may be null: no target or chain checks) outlives the service.
+  // chained (may be null: chained chunks are not served) outlives it too.
   OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options = {},
-             ChainView* chains = nullptr);
+             ChainView* chains = nullptr, ChainedChunks* chained = nullptr);
 
   void register_handlers(net::RpcServer& server);
 
@@ -75,13 +81,27 @@ class OdsService {
   Status statfs(const proto::ods::StatFsRequest& req, proto::ods::StatFsReply& resp);
   Status scrub(const proto::ods::ScrubRequest& req, proto::ods::ScrubReply& resp);
   Status fallocate(const proto::ods::FallocateRequest& req, proto::ods::FallocateReply& resp);
+  Status chain_forward(net::RpcContext& ctx, const proto::ods::ChainForwardRequest& req,
+                       proto::ods::ChainForwardReply& resp);
+  Status list_chunks(const proto::ods::ListChunksRequest& req, proto::ods::ListChunksReply& resp);
+  Status resync_chunk(net::RpcContext& ctx, const proto::ods::ResyncChunkRequest& req,
+                      proto::ods::ResyncChunkReply& resp);
 
  private:
   size_t chunk_size() const { return chunk_; }
 
   Status counted(uint16_t method, Status st);
-  // The ChainView's verdict on a request's ref (OK without a view).
-  Status admit(const proto::ods::ChunkRef& ref, const char* op);
+  // The ChainView's verdict on a request's ref: our place in its chain
+  // (empty for legacy refs and without a view); NotSupported for a chained
+  // ref without ChainedChunks.
+  Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op);
+  // What a chained request needs to move bytes: an admission unit and a
+  // pool buffer of chunk_size() bytes.
+  struct IoBuffer {
+    IoAdmission::Grant grant;
+    net::PoolBuffer buf;
+  };
+  Result<IoBuffer> io_buffer(net::BufferPool& pool);
 
   // Metrics, by method id (1..kMaxMethod of net/proto/ods_methods.h).
   static constexpr size_t kMaxMethod = 12;
@@ -96,6 +116,7 @@ class OdsService {
   ObjectStore& store_;
   OdsServiceOptions options_;
   ChainView* chains_;
+  ChainedChunks* chained_;
   size_t chunk_;  // <= 1 MiB and <= the pool's largest buffer
   IoAdmission admission_;
   std::atomic<uint64_t> inflight_{0};

@@ -1,0 +1,88 @@
+// ChainForwarder: what a chain member sends its successor
+// (docs/redundancy.md, "Writes"): one update (OdsChainForward, the bytes as
+// bulk region 0 from this server's pool buffer: pulled by the successor
+// with RDMA READ, streamed over TCP), a chunk whole (OdsResyncChunk) when
+// the successor answers ChunkVersionGap, then the update again.
+//
+// A successor that cannot be reached (no address, connection refused or
+// dropped, timeout) is reported to the MDS (MdsReportTargetFailure, which
+// probes it); then StaleChain when the map moved (the MDS took it out: the
+// sender retries on the new chain), Unavailable naming it when the MDS
+// kept it. StaleChain from the successor (it holds a newer map) makes us
+// fetch the map and answer StaleChain too. The caller holds the chunk's
+// update order (UpdateOrder) throughout.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "net/buffer_pool.h"
+#include "net/proto/ods.pb.h"
+#include "net/rpc_channel.h"
+#include "ods/chain/chain_view.h"
+#include "ods/store/chunk_store.h"
+
+namespace surge::ods {
+
+// One update of a chunk as it travels down the chain.
+struct ChunkUpdate {
+  proto::ods::UpdateKind kind = proto::ods::UPDATE_WRITE;
+  uint64_t version = 0;             // 0: a sync only
+  uint64_t offset = 0;              // WRITE
+  std::span<const std::byte> data;  // WRITE: in a pool buffer
+  uint32_t piece_bytes = 0;         // WRITE: piece CRCs of data (as WriteRequest)
+  std::vector<uint32_t> piece_crcs;
+  uint64_t size = 0;                // TRUNCATE
+  bool sync = false;
+};
+
+struct ChainForwarderOptions {
+  std::string cluster_key;
+  std::chrono::milliseconds call_timeout{10000};
+  std::chrono::milliseconds buffer_wait{30000};
+};
+
+class ChainForwarder {
+ public:
+  ChainForwarder(ChunkStore& chunks, ChainView& view, net::BufferPool& pool,
+                 ChainForwarderOptions options);
+
+  // Sends u for key to place.successor under place.version; on
+  // ChunkVersionGap sends the chunk whole (rec, as stored here) and u again.
+  Status forward(const ChainPlace& place, const ChunkKey& key, const ChunkRecord& rec,
+                 const ChunkUpdate& u);
+
+  // Brings key to `to` (at address) whole, as stored here under rec, in
+  // OdsResyncChunk pieces; rec == nullopt: removes it there.
+  Status send_whole(uint32_t chain_id, uint64_t chain_version, uint32_t to,
+                    const std::string& address, const ChunkKey& key,
+                    const std::optional<ChunkRecord>& rec);
+
+  // A channel to a peer data server (reconnecting).
+  Result<std::shared_ptr<net::RpcChannel>> channel(const std::string& address);
+  void drop(const std::string& address) { channels_.drop(address); }
+  // Status seen reaching target `to` in chain_id: report it, judge again.
+  Status unreachable(uint32_t to, uint32_t chain_id, uint64_t chain_version, const Status& seen);
+
+ private:
+  Status call_forward(const ChainPlace& place, const ChunkKey& key, const ChunkUpdate& u);
+
+  ChunkStore& chunks_;
+  ChainView& view_;
+  net::BufferPool& pool_;
+  ChainForwarderOptions options_;
+  net::ChannelPool channels_;
+};
+
+// Whether a call's status means the peer was not reached (report it).
+bool peer_unreachable(const Status& st);
+
+// Piece CRCs of data written at offset (as set_piece_crcs does).
+std::vector<uint32_t> piece_crcs_of(std::span<const std::byte> data, uint64_t offset,
+                                    uint32_t piece_bytes);
+
+}  // namespace surge::ods

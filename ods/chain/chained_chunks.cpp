@@ -1,0 +1,555 @@
+// ChainedChunks: versions, update order, CRAQ reads and the receiving side
+// of forwards and resyncs. See chained_chunks.h.
+#include "ods/chain/chained_chunks.h"
+
+#include <algorithm>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "net/proto/ods_write_pieces.h"
+#include "ods/store/block_checksum.h"
+
+namespace surge::ods {
+namespace {
+
+namespace pb = proto::ods;
+
+constexpr size_t kReadPieceBytes = 256 << 10;
+
+ChunkKey key_of(const pb::ChunkRef& ref) { return {ref.ino(), ref.slot(), ref.position()}; }
+
+std::string name_of(const pb::ChunkRef& ref) {
+  return key_of(ref).describe() + " of chain " + std::to_string(ref.chain_id());
+}
+
+// Checks a payload's piece structure: piece_bytes valid and one CRC per
+// piece, or no pieces and one CRC (fits the buffer).
+Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs, size_t cap,
+                    const std::string& what) {
+  if (piece_bytes == 0) {
+    if (len > cap) {
+      return Status::InvalidArgument(what + ": " + std::to_string(len) +
+                                     " bytes under one CRC; chained updates over " +
+                                     std::to_string(cap) + " bytes send piece CRCs");
+    }
+    return Status::OK();
+  }
+  if (!pb::valid_piece_bytes(piece_bytes) || piece_bytes > cap) {
+    return Status::InvalidArgument(what + ": piece size " + std::to_string(piece_bytes) +
+                                   " is not a power of two in [" +
+                                   std::to_string(pb::kMinPieceBytes) + ", " +
+                                   std::to_string(std::min<uint64_t>(cap, pb::kMaxPieceBytes)) +
+                                   "]");
+  }
+  if (static_cast<uint64_t>(ncrcs) != pb::piece_count(off, len, piece_bytes)) {
+    return Status::InvalidArgument(what + ": " + std::to_string(ncrcs) + " piece CRCs for " +
+                                   std::to_string(pb::piece_count(off, len, piece_bytes)) +
+                                   " pieces");
+  }
+  return Status::OK();
+}
+
+Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
+                    const std::string& what) {
+  if (ctx.bulk().count() != 1 || ctx.bulk().access(0) != want || ctx.bulk().length(0) < len) {
+    return Status::InvalidArgument(what + " from " + ctx.peer() +
+                                   ": expected one bulk region of the right kind for " +
+                                   std::to_string(len) + " bytes");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t len,
+                    uint32_t piece_bytes, std::span<const uint32_t> crcs, std::byte* dst,
+                    ObjectStore& store, uint64_t id, const std::string& what) {
+  size_t piece = 0;
+  for (uint64_t done = 0; done < len; ++piece) {
+    const uint64_t plen = piece_bytes ? pb::piece_length(at + done, len - done, piece_bytes) : len;
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, base + done, {dst + done, plen}),
+                              "pulling " + what + " from " + ctx.peer());
+    iovec seg{dst + done, plen};
+    const PayloadChecksums sums = checksum_payload({&seg, 1}, at + done);
+    if (piece >= crcs.size() || sums.payload != crcs[piece]) {
+      return Status::Corruption(what + ": payload checksum mismatch in [" +
+                                std::to_string(at + done) + ", +" + std::to_string(plen) + ")");
+    }
+    auto stored = store.write(id, at + done, {&seg, 1}, false, &sums);
+    if (!stored.ok()) return stored.status().WithContext(what);
+    done += plen;
+  }
+  return Status::OK();
+}
+
+ChainedChunks::ChainedChunks(ChunkStore& chunks, ChainView& view, ChainForwarder& forwarder)
+    : chunks_(chunks), view_(view), forwarder_(forwarder) {}
+
+Result<std::optional<ChunkRecord>> ChainedChunks::record(const ChunkKey& key,
+                                                         const pb::ChunkRef& ref, bool create) {
+  SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.find(key, ref.chain_id(), create));
+  if (rec && rec->chain_id != ref.chain_id()) {
+    return Status::WrongTarget(key.describe() + " is stored here under chain " +
+                               std::to_string(rec->chain_id) + ", the request names chain " +
+                               std::to_string(ref.chain_id()));
+  }
+  return rec;
+}
+
+Status ChainedChunks::commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync) {
+  if (rec.version == v && rec.committed_version != v) {
+    rec.committed_version = v;
+    return chunks_.index().put(key, rec, sync);
+  }
+  if (sync) return chunks_.sync(key, rec);
+  return Status::OK();
+}
+
+Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
+                            const ChainPlace& place, net::PoolBuffer buf, pb::WriteReply& resp) {
+  const std::string what = "write of " + name_of(req.ref());
+  if (!place.head) {
+    return Status::StaleChain(what + ": target " + std::to_string(view_.own_id()) +
+                              " is not the head of the chain under version " +
+                              std::to_string(place.version));
+  }
+  const uint64_t off = req.offset(), len = req.length();
+  const uint64_t max_size = chunks_.objects().options().max_object_size;
+  if (len == 0 || off > max_size || len > max_size - off) {
+    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
+                                   std::to_string(len) + ") empty or past the maximum chunk size");
+  }
+  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, len, what));
+  if (ctx.bulk().length(0) != len) {
+    return Status::InvalidArgument(what + ": bulk region longer than the write");
+  }
+  const size_t cap = buf.capacity();
+  SURGE_RETURN_IF_ERROR(
+      check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), cap, what));
+  if (req.piece_bytes() == 0 && req.piece_crc32c_size() != 0) {
+    return Status::InvalidArgument(what + ": piece CRCs without a piece size");
+  }
+  const ChunkKey key = key_of(req.ref());
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+  ChunkRecord rec = *found;
+  const uint32_t pbytes = req.piece_bytes();
+  std::vector<uint32_t> whole_crc{req.crc32c()};
+  size_t first_piece = 0;
+  uint64_t size = 0;
+  // One update per unit: units end at multiples of the buffer size (a
+  // multiple of every piece size it can hold), so pieces never straddle.
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t at = off + done;
+    const uint64_t n = std::min<uint64_t>(len - done, cap - at % cap);
+    const bool last = done + n == len;
+    const size_t npieces = pbytes ? pb::piece_count(at, n, pbytes) : 1;
+    std::span<const uint32_t> crcs =
+        pbytes ? std::span<const uint32_t>(req.piece_crc32c().data() + first_piece, npieces)
+               : std::span<const uint32_t>(whole_crc);
+    const uint64_t v = rec.version + 1;
+    rec.version = v;
+    if (place.successor == 0) rec.committed_version = v;
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+    SURGE_RETURN_IF_ERROR(pull_checked(ctx, done, at, n, pbytes, crcs, buf.data(),
+                                       chunks_.objects(), rec.object_id, what));
+    if (place.successor != 0) {
+      ChunkUpdate u;
+      u.kind = pb::UPDATE_WRITE;
+      u.version = v;
+      u.offset = at;
+      u.data = {buf.data(), n};
+      u.piece_bytes = pbytes ? pbytes : static_cast<uint32_t>(pb::kMaxPieceBytes);
+      u.piece_crcs = pbytes ? std::vector<uint32_t>(crcs.begin(), crcs.end())
+                            : piece_crcs_of(u.data, at, u.piece_bytes);
+      u.sync = req.sync() && last;
+      SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+    }
+    if (req.sync() && last) SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
+    SURGE_RETURN_IF_ERROR(commit(key, rec, v, req.sync() && last));
+    first_piece += npieces;
+    done += n;
+  }
+  SURGE_ASSIGN_OR_RETURN(size, chunks_.size(rec));
+  resp.set_object_size(size);
+  resp.set_chunk_version(rec.version);
+  return Status::OK();
+}
+
+Status ChainedChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req,
+                           const ChainPlace& place, net::PoolBuffer buf, pb::ReadReply& resp) {
+  const std::string what = "read of " + name_of(req.ref());
+  if (place.state != proto::mds::MEMBER_SERVING) {
+    return Status::NotServing(what + ": target " + std::to_string(view_.own_id()) +
+                              " is syncing in the chain (version " +
+                              std::to_string(place.version) + "); read another member");
+  }
+  const uint64_t off = req.offset(), len = req.length();
+  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPush, len, what));
+  resp.set_length(0);
+  resp.set_crc32c(0);
+  const ChunkKey key = key_of(req.ref());
+  SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+  if (!rec) return Status::OK();  // never written: a hole
+  auto dirty = [&](const ChunkRecord& r) {
+    return Status::ChunkDirty(what + ": target " + std::to_string(view_.own_id()) +
+                              " holds version " + std::to_string(r.version) + ", committed " +
+                              std::to_string(r.committed_version) +
+                              "; read it at the chain's last serving member");
+  };
+  if ((rec->dirty() || rec->incomplete) && !place.last_serving) return dirty(*rec);
+  resp.set_chunk_version(place.last_serving ? rec->version : rec->committed_version);
+  if (len == 0 || off >= chunks_.objects().options().max_object_size) return Status::OK();
+  const size_t piece = std::min<size_t>(buf.capacity(), kReadPieceBytes);
+  uint32_t crc = 0;
+  uint64_t done = 0;
+  // Pieces are pushed as read; the version is checked again after the
+  // last, so a member that is not the last serving one never answers with
+  // bytes an update changed under it.
+  std::vector<std::byte> last_piece;
+  while (done < len) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(piece, len - done));
+    auto got = chunks_.objects().read(rec->object_id, off + done, {buf.data(), n}, &crc);
+    if (!got.ok()) return got.status().WithContext(what);
+    if (*got == 0) break;
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, {buf.data(), *got}),
+                              "pushing " + what + " to " + ctx.peer());
+    done += *got;
+    if (*got < n) break;
+  }
+  if (!place.last_serving) {
+    SURGE_ASSIGN_OR_RETURN(auto again, record(key, req.ref(), false));
+    if (!again || again->version != rec->version || again->dirty()) {
+      return dirty(again ? *again : *rec);
+    }
+  }
+  resp.set_length(done);
+  resp.set_crc32c(crc);
+  return Status::OK();
+}
+
+Status ChainedChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& place,
+                               pb::TruncateReply& resp) {
+  const std::string what = "truncate of " + name_of(req.ref());
+  if (!place.head) {
+    return Status::StaleChain(what + ": target " + std::to_string(view_.own_id()) +
+                              " is not the head of the chain under version " +
+                              std::to_string(place.version));
+  }
+  if (req.size() > chunks_.objects().options().max_object_size) {
+    return Status::InvalidArgument(what + ": size " + std::to_string(req.size()) +
+                                   " past the maximum chunk size");
+  }
+  const ChunkKey key = key_of(req.ref());
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+  ChunkRecord rec = *found;
+  const uint64_t v = rec.version + 1;
+  rec.version = v;
+  if (place.successor == 0) rec.committed_version = v;
+  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, req.size()), what);
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_TRUNCATE;
+    u.version = v;
+    u.size = req.size();
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  }
+  SURGE_RETURN_IF_ERROR(commit(key, rec, v, false));
+  resp.set_chunk_version(v);
+  return Status::OK();
+}
+
+Status ChainedChunks::remove(const pb::RemoveRequest& req, const ChainPlace& place,
+                             pb::RemoveReply& resp) {
+  const std::string what = "remove of " + name_of(req.ref());
+  if (!place.head) {
+    return Status::StaleChain(what + ": target " + std::to_string(view_.own_id()) +
+                              " is not the head of the chain under version " +
+                              std::to_string(place.version));
+  }
+  const ChunkKey key = key_of(req.ref());
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+  bool existed = false;
+  if (rec) {
+    auto s = chunks_.objects().stat(rec->object_id);
+    existed = s.ok();
+    SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, false));
+  }
+  // Forwarded even when we hold nothing: a member after us may (a remove
+  // retried after a failure part-way down the chain).
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_REMOVE;
+    u.version = rec ? rec->version + 1 : 1;
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, ChunkRecord{}, u));
+  }
+  resp.set_existed(existed);
+  return Status::OK();
+}
+
+Status ChainedChunks::stat(const pb::StatRequest& req, const ChainPlace&, pb::StatReply& resp) {
+  const ChunkKey key = key_of(req.ref());
+  SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+  if (!rec) {
+    return Status::NotFound(name_of(req.ref()) + " does not exist on target " +
+                            std::to_string(view_.own_id()));
+  }
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(*rec));
+  resp.set_size(size);
+  resp.set_chunk_version(rec->version);
+  resp.set_dirty(rec->dirty());
+  return Status::OK();
+}
+
+Status ChainedChunks::sync(const pb::ChunkRef& ref, const ChainPlace& place) {
+  const std::string what = "sync of " + name_of(ref);
+  if (!place.head) {
+    return Status::StaleChain(what + ": target " + std::to_string(view_.own_id()) +
+                              " is not the head of the chain under version " +
+                              std::to_string(place.version));
+  }
+  const ChunkKey key = key_of(ref);
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto rec, record(key, ref, false));
+  if (!rec) return Status::OK();
+  SURGE_RETURN_IF_ERROR(chunks_.sync(key, *rec));
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.sync = true;
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, *rec, u));
+  }
+  return Status::OK();
+}
+
+Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlace& place,
+                                pb::FallocateReply& resp) {
+  const std::string what = "fallocate of " + name_of(req.ref());
+  if (!place.head) {
+    return Status::StaleChain(what + ": target " + std::to_string(view_.own_id()) +
+                              " is not the head of the chain under version " +
+                              std::to_string(place.version));
+  }
+  if (place.successor != 0) {
+    return Status::NotSupported(what + ": fallocate of a chunk of a chain of more than one "
+                                "member is not replicated yet");
+  }
+  ObjectStore::SpaceOp op;
+  switch (req.mode()) {
+    case pb::FALLOCATE_RESERVE: op = ObjectStore::SpaceOp::kReserve; break;
+    case pb::FALLOCATE_PUNCH: op = ObjectStore::SpaceOp::kPunch; break;
+    case pb::FALLOCATE_ZERO: op = ObjectStore::SpaceOp::kZero; break;
+    default:
+      return Status::NotSupported(what + ": unknown mode " +
+                                  std::to_string(static_cast<int>(req.mode())));
+  }
+  const ChunkKey key = key_of(req.ref());
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+  ChunkRecord rec = *found;
+  rec.version += 1;
+  rec.committed_version = rec.version;
+  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+  SURGE_RETURN_IF_ERROR_CTX(
+      chunks_.objects().fallocate(rec.object_id, req.offset(), req.length(), op, req.keep_size()),
+      what);
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+  resp.set_object_size(size);
+  return Status::OK();
+}
+
+Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardRequest& req,
+                              const ChainPlace& place, net::PoolBuffer buf,
+                              pb::ChainForwardReply& resp) {
+  const std::string what = "forwarded update " + std::to_string(req.update_version()) + " of " +
+                           name_of(req.ref()) + " from " + ctx.peer();
+  const ChunkKey key = key_of(req.ref());
+  auto order = order_.lock(key);
+  if (req.kind() == pb::UPDATE_REMOVE) {
+    SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+    if (rec) SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, req.sync()));
+    if (place.successor != 0) {
+      ChunkUpdate u;
+      u.kind = pb::UPDATE_REMOVE;
+      u.version = req.update_version();
+      SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, ChunkRecord{}, u));
+    }
+    return Status::OK();
+  }
+  if (req.update_version() == 0) {  // a sync of the chunk
+    SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+    if (!rec) return Status::OK();
+    SURGE_RETURN_IF_ERROR(chunks_.sync(key, *rec));
+    if (place.successor != 0) {
+      ChunkUpdate u;
+      u.sync = true;
+      SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, *rec, u));
+    }
+    return Status::OK();
+  }
+  const bool write = req.kind() == pb::UPDATE_WRITE;
+  if (write) {
+    const uint64_t max_size = chunks_.objects().options().max_object_size;
+    if (req.offset() > max_size || req.length() > max_size - req.offset() ||
+        req.length() > buf.capacity()) {
+      return Status::InvalidArgument(what + ": range [" + std::to_string(req.offset()) + ", +" +
+                                     std::to_string(req.length()) +
+                                     ") past the maximum chunk size or over one buffer");
+    }
+    if (req.length() > 0) {
+      SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, req.length(), what));
+    }
+    SURGE_RETURN_IF_ERROR(check_pieces(req.offset(), req.length(), req.piece_bytes(),
+                                       req.piece_crc32c_size(), buf.capacity(), what));
+  }
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+  ChunkRecord rec = *found;
+  const uint64_t v = req.update_version();
+  if (v > rec.version + 1) {
+    return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
+                                   " holds version " + std::to_string(rec.version));
+  }
+  if (v < rec.version || (v == rec.version && !rec.dirty())) {
+    return Status::OK();  // applied and committed before: a resend
+  }
+  std::vector<uint32_t> whole{req.crc32c()};
+  std::span<const uint32_t> crcs =
+      req.piece_bytes() ? std::span<const uint32_t>(req.piece_crc32c().data(),
+                                                    req.piece_crc32c_size())
+                        : std::span<const uint32_t>(whole);
+  const bool fresh = v == rec.version + 1;
+  if (fresh) {
+    rec.version = v;
+    if (place.successor == 0) rec.committed_version = v;
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+    if (write && req.length() > 0) {
+      SURGE_RETURN_IF_ERROR(pull_checked(ctx, 0, req.offset(), req.length(), req.piece_bytes(),
+                                         crcs, buf.data(), chunks_.objects(), rec.object_id, what));
+    } else if (!write) {
+      SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, req.size()), what);
+    }
+  } else if (write && req.length() > 0 && place.successor != 0) {
+    // Applied but not committed: the bytes go on again, not stored again.
+    for (uint64_t done = 0; done < req.length();) {
+      const uint64_t n = std::min<uint64_t>(req.length() - done, 1 << 20);
+      SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, done, {buf.data() + done, n}),
+                                "pulling " + what);
+      done += n;
+    }
+  }
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = req.kind();
+    u.version = v;
+    u.offset = req.offset();
+    u.size = req.size();
+    u.sync = req.sync();
+    if (write && req.length() > 0) {
+      u.data = {buf.data(), req.length()};
+      u.piece_bytes = req.piece_bytes() ? req.piece_bytes() : static_cast<uint32_t>(pb::kMaxPieceBytes);
+      u.piece_crcs = req.piece_bytes() ? std::vector<uint32_t>(crcs.begin(), crcs.end())
+                                       : piece_crcs_of(u.data, u.offset, u.piece_bytes);
+    }
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  }
+  if (req.sync()) SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
+  SURGE_RETURN_IF_ERROR(commit(key, rec, v, req.sync()));
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+  resp.set_chunk_size(size);
+  return Status::OK();
+}
+
+Status ChainedChunks::list(const pb::ListChunksRequest& req, const ChainPlace&,
+                           pb::ListChunksReply& resp) {
+  if (req.max_entries() == 0 || req.max_entries() > 4096) {
+    return Status::InvalidArgument("list of the chunks of chain " +
+                                   std::to_string(req.ref().chain_id()) + ": max_entries " +
+                                   std::to_string(req.max_entries()) + " not in 1..4096");
+  }
+  std::optional<ChunkKey> after;
+  if (!req.from_start()) after = key_of(req.ref());
+  SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(req.ref().chain_id(), after,
+                                                         req.max_entries()));
+  std::vector<std::byte> buf;
+  for (const auto& [key, rec] : page) {
+    auto* c = resp.add_chunks();
+    c->set_ino(key.ino);
+    c->set_slot(key.slot);
+    c->set_position(key.position);
+    c->set_version(rec.version);
+    c->set_committed_version(rec.committed_version);
+    c->set_incomplete(rec.incomplete);
+    SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+    c->set_size(size);
+    if (req.with_crc()) {
+      buf.resize(kReadPieceBytes);
+      uint32_t crc = 0;
+      for (uint64_t at = 0; at < size;) {
+        auto got = chunks_.objects().read(rec.object_id, at, buf, &crc);
+        if (!got.ok()) return got.status().WithContext("checksumming " + key.describe());
+        if (*got == 0) break;
+        at += *got;
+      }
+      c->set_crc32c(crc);
+    }
+  }
+  resp.set_eof(page.size() < req.max_entries());
+  return Status::OK();
+}
+
+Status ChainedChunks::resync(net::RpcContext& ctx, const pb::ResyncChunkRequest& req,
+                             const ChainPlace& place, net::PoolBuffer buf,
+                             pb::ResyncChunkReply&) {
+  const std::string what = "resync of " + name_of(req.ref()) + " from " + ctx.peer();
+  const ChunkKey key = key_of(req.ref());
+  auto order = order_.lock(key);
+  if (req.remove()) {
+    SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+    if (rec) SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, false));
+    return Status::OK();
+  }
+  const uint64_t max_size = chunks_.objects().options().max_object_size;
+  if (req.offset() > max_size || req.length() > buf.capacity() ||
+      req.length() > max_size - req.offset() || req.chunk_size() > max_size) {
+    return Status::InvalidArgument(what + ": piece [" + std::to_string(req.offset()) + ", +" +
+                                   std::to_string(req.length()) + ") of a " +
+                                   std::to_string(req.chunk_size()) +
+                                   "-byte chunk out of range or over one buffer");
+  }
+  if (req.length() > 0) {
+    SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, req.length(), what));
+    if (req.piece_bytes() == 0) return Status::InvalidArgument(what + ": no piece CRCs");
+    SURGE_RETURN_IF_ERROR(check_pieces(req.offset(), req.length(), req.piece_bytes(),
+                                       req.piece_crc32c_size(), buf.capacity(), what));
+  }
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+  ChunkRecord rec = *found;
+  if (req.begin()) {
+    rec.incomplete = true;
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+    SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, 0), what);
+  }
+  if (req.length() > 0) {
+    SURGE_RETURN_IF_ERROR(pull_checked(
+        ctx, 0, req.offset(), req.length(), req.piece_bytes(),
+        std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size()),
+        buf.data(), chunks_.objects(), rec.object_id, what));
+  }
+  if (req.last()) {
+    SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, req.chunk_size()), what);
+    rec.version = req.version();
+    // Clean only at the tail; before it, the update that follows (forward
+    // again) commits it once it went on.
+    rec.committed_version = place.successor == 0
+                                ? req.version()
+                                : std::min(rec.committed_version, req.version());
+    rec.incomplete = false;
+    SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, true));
+  }
+  return Status::OK();
+}
+
+}  // namespace surge::ods

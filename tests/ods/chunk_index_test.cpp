@@ -1,0 +1,108 @@
+// ChunkIndex (ods/store/chunk_index.h) over a real RocksDB: records keep
+// their versions across a reopen, listing is by chain in key order from a
+// cursor, a chunk that moves chain leaves its old chain's listing, object
+// ids are never handed out twice (a reopen included), and a database of
+// another format is refused.
+#include <gtest/gtest.h>
+
+#include <rocksdb/db.h>
+
+#include "ods/store/chunk_index.h"
+#include "tests/ods/test_dir.h"
+
+namespace surge::ods::testing {
+namespace {
+
+ChunkRecord rec(uint32_t chain, uint64_t v, uint64_t c, uint64_t id) {
+  ChunkRecord r;
+  r.chain_id = chain;
+  r.version = v;
+  r.committed_version = c;
+  r.object_id = id;
+  return r;
+}
+
+TEST(ChunkIndexTest, RecordsSurviveAReopen) {
+  TempDir dir;
+  {
+    auto ix = ChunkIndex::Open(dir.path() + "/ix");
+    ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+    ChunkRecord r = rec(7, 5, 4, 99);
+    r.incomplete = true;
+    ASSERT_TRUE((*ix)->put({10, 2, 0}, r, true).ok());
+  }
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  auto got = (*ix)->get({10, 2, 0});
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->chain_id, 7u);
+  EXPECT_EQ((*got)->version, 5u);
+  EXPECT_EQ((*got)->committed_version, 4u);
+  EXPECT_TRUE((*got)->incomplete);
+  EXPECT_TRUE((*got)->dirty());
+  EXPECT_EQ((*got)->object_id, 99u);
+  auto none = (*ix)->get({10, 3, 0});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(ChunkIndexTest, ListingIsByChainInKeyOrderFromACursor) {
+  TempDir dir;
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_TRUE(ix.ok());
+  for (uint64_t ino : {30, 10, 20}) ASSERT_TRUE((*ix)->put({ino, 0, 0}, rec(1, 1, 1, ino), false).ok());
+  ASSERT_TRUE((*ix)->put({15, 0, 0}, rec(2, 1, 1, 15), false).ok());
+  auto page = (*ix)->list(1, std::nullopt, 2);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].first.ino, 10u);
+  EXPECT_EQ((*page)[1].first.ino, 20u);
+  page = (*ix)->list(1, (*page)[1].first, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].first.ino, 30u);
+  // A chunk that moves chain leaves the old chain's listing.
+  ASSERT_TRUE((*ix)->put({15, 0, 0}, rec(1, 2, 2, 15), false, 2).ok());
+  EXPECT_TRUE((*ix)->list(2, std::nullopt, 10)->empty());
+  EXPECT_EQ((*ix)->list(1, std::nullopt, 10)->size(), 4u);
+  ASSERT_TRUE((*ix)->erase({15, 0, 0}, 1, false).ok());
+  EXPECT_EQ((*ix)->list(1, std::nullopt, 10)->size(), 3u);
+}
+
+TEST(ChunkIndexTest, ObjectIdsAreNeverHandedOutTwice) {
+  TempDir dir;
+  uint64_t last = 0;
+  {
+    auto ix = ChunkIndex::Open(dir.path() + "/ix");
+    ASSERT_TRUE(ix.ok());
+    for (int i = 0; i < 3; ++i) {
+      auto id = (*ix)->allocate_object_id();
+      ASSERT_TRUE(id.ok());
+      EXPECT_GT(*id, last);
+      last = *id;
+    }
+  }
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_TRUE(ix.ok());
+  auto id = (*ix)->allocate_object_id();
+  ASSERT_TRUE(id.ok());
+  EXPECT_GT(*id, last) << "an id handed out before the reopen came again";
+}
+
+TEST(ChunkIndexTest, AnotherFormatIsRefused) {
+  TempDir dir;
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir.path() + "/ix", &db).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "format", "9").ok());
+    delete db;
+  }
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_FALSE(ix.ok());
+  EXPECT_NE(ix.status().message().find("format 9"), std::string::npos) << ix.status().ToString();
+}
+
+}  // namespace
+}  // namespace surge::ods::testing

@@ -1,0 +1,319 @@
+// Chained chunks on real data servers (docs/redundancy.md): a real
+// surge-mds forms the chains and hands out the map; every request goes
+// straight to one member with a ChunkRef naming it, and every member's copy
+// is read back directly.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/ods/chain_cluster.h"
+
+namespace surge::ods::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A chain of one member (replicas 1): the chunk's whole life.
+TEST(OdsChainOneMember, WriteReadTruncateSyncFallocateStatRemove) {
+  ChainCluster cl;
+  cl.start({.data_servers = 1, .replicas = 1});
+  cl.wait_targets_up();
+  auto [ino, chain_id] = cl.create("one");
+  const mpb::Chain c = cl.chain(chain_id);
+  ASSERT_EQ(ChainCluster::write_chain(c).size(), 1u) << c.DebugString();
+  const pb::ChunkRef ref = ChainCluster::ref(c.members(0).target_id(), c, ino);
+
+  auto d = pattern(3 << 20, 1);  // three updates of one buffer each
+  auto w = cl.write(ref, 4096, d, true);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->object_size(), 4096 + d.size());
+  EXPECT_GT(w->chunk_version(), 0u);
+  auto r = cl.read(ref, 4096, d.size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, d);
+  auto s = cl.stat(ref);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->size(), 4096 + d.size());
+  EXPECT_FALSE(s->dirty());
+  EXPECT_EQ(s->chunk_version(), w->chunk_version());
+
+  ASSERT_TRUE(cl.truncate(ref, 10000).ok());
+  s = cl.stat(ref);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->size(), 10000u);
+  EXPECT_GT(s->chunk_version(), w->chunk_version()) << "a truncate is an update with a version";
+  ASSERT_TRUE(cl.sync(ref).ok());
+
+  pb::FallocateRequest fq;
+  *fq.mutable_ref() = ref;
+  fq.set_offset(0);
+  fq.set_length(1 << 20);
+  fq.set_mode(pb::FALLOCATE_RESERVE);
+  pb::FallocateReply fa;
+  Status st = cl.client(ref.target_id()).channel().call<pb::OdsFallocate>(fq, &fa);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(fa.object_size(), 1u << 20);
+
+  // The legacy object of the same inode number is another thing.
+  EXPECT_EQ(cl.client(ref.target_id()).stat(ino).status().code(), Code::kNotFound);
+
+  auto gone = cl.remove(ref);
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_TRUE(*gone);
+  EXPECT_EQ(cl.stat(ref).status().code(), Code::kNotFound);
+  r = cl.read(ref, 0, 100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->empty()) << "a removed chunk reads as a hole";
+}
+
+TEST(OdsChainOneMember, ChunksSurviveARestart) {
+  ChainCluster cl;
+  cl.start({.data_servers = 1, .replicas = 1});
+  cl.wait_targets_up();
+  auto [ino, chain_id] = cl.create("durable");
+  mpb::Chain c = cl.chain(chain_id);
+  const auto d = pattern(200000, 2);
+  auto w = cl.write(ChainCluster::ref(c.members(0).target_id(), c, ino), 0, d, true);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  cl.ods(0).proc.kill(SIGKILL);
+  cl.restart_ods(0);
+  c = cl.wait_chain(chain_id, [](const mpb::Chain& x) {
+    return x.members(0).state() == mpb::MEMBER_SERVING;
+  });
+  const pb::ChunkRef ref = ChainCluster::ref(c.members(0).target_id(), c, ino);
+  auto s = cl.stat(ref);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->chunk_version(), w->chunk_version()) << "the version is kept with the chunk";
+  auto r = cl.read(ref, 0, d.size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, d);
+}
+
+class OdsChainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cl_.start({.data_servers = 3, .replicas = 3});
+    cl_.wait_targets_up();
+    auto [ino, chain_id] = cl_.create("f");
+    ino_ = ino;
+    chain_ = cl_.chain(chain_id);
+    members_ = ChainCluster::write_chain(chain_);
+    ASSERT_EQ(members_.size(), 3u) << chain_.DebugString();
+  }
+  pb::ChunkRef ref(uint32_t target) { return ChainCluster::ref(target, chain_, ino_); }
+
+  // Every member's copy of [0, len), read from that member.
+  void expect_identical(uint64_t len, const std::vector<std::byte>* want = nullptr) {
+    std::vector<std::byte> first;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      auto r = cl_.read(ref(members_[i]), 0, len);
+      ASSERT_TRUE(r.ok()) << "target " << members_[i] << ": " << r.status().ToString();
+      if (want != nullptr) {
+        EXPECT_TRUE(*r == *want) << "target " << members_[i] << " differs from what was written";
+      }
+      if (i == 0) {
+        first = *r;
+      } else {
+        EXPECT_TRUE(*r == first) << "target " << members_[i] << " differs from the head";
+      }
+      auto s = cl_.stat(ref(members_[i]));
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      EXPECT_FALSE(s->dirty()) << "target " << members_[i];
+    }
+  }
+
+  ChainCluster cl_;
+  uint64_t ino_ = 0;
+  mpb::Chain chain_;
+  std::vector<uint32_t> members_;
+};
+
+TEST_F(OdsChainTest, AWriteAtTheHeadIsOnEveryMember) {
+  auto d = pattern((2 << 20) + 12345, 3);
+  auto w = cl_.write(ref(members_[0]), 0, d);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  expect_identical(d.size(), &d);
+  for (uint32_t m : members_) {
+    auto s = cl_.stat(ref(m));
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->chunk_version(), w->chunk_version()) << "target " << m;
+    EXPECT_EQ(s->size(), d.size());
+  }
+  // Truncate and sync travel the chain too.
+  ASSERT_TRUE(cl_.truncate(ref(members_[0]), 5000).ok());
+  ASSERT_TRUE(cl_.sync(ref(members_[0])).ok());
+  for (uint32_t m : members_) {
+    auto s = cl_.stat(ref(m));
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->size(), 5000u) << "target " << m;
+  }
+  auto gone = cl_.remove(ref(members_[0]));
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  for (uint32_t m : members_) {
+    EXPECT_EQ(cl_.stat(ref(m)).status().code(), Code::kNotFound) << "target " << m;
+  }
+}
+
+TEST_F(OdsChainTest, OverlappingConcurrentWritesEndIdenticalOnEveryMember) {
+  constexpr int kWriters = 4, kWrites = 20;
+  constexpr uint64_t kSpan = 3 << 20;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&, t] {
+      // One connection per writer, so the writes really are concurrent.
+      OdsClient c(cl_.target(members_[0]).address, cl_.key());
+      for (int i = 0; i < kWrites; ++i) {
+        const uint64_t off = (static_cast<uint64_t>(t * 7919 + i * 104729) * 4096) % kSpan;
+        auto d = pattern(700000 + 4096 * t, t * 100 + i);
+        pb::WriteRequest q;
+        q.set_offset(off);
+        q.set_length(d.size());
+        pb::set_piece_crcs(q, d.data(), d.size());
+        *q.mutable_ref() = ref(members_[0]);
+        net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
+        pb::WriteReply a;
+        Status st = c.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+        if (!st.ok()) {
+          ADD_FAILURE() << st.ToString();
+          failures++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  expect_identical(kSpan + (1 << 20));
+}
+
+TEST_F(OdsChainTest, StaleVersionWrongTargetAndNonHeadWritesAreRefused) {
+  const auto d = pattern(10000, 4);
+  pb::ChunkRef stale = ref(members_[0]);
+  stale.set_chain_version(chain_.version() - 1);
+  auto w = cl_.write(stale, 0, d);
+  EXPECT_EQ(w.status().code(), Code::kStaleChain) << w.status().ToString();
+
+  pb::ChunkRef wrong = ref(members_[0]);
+  wrong.set_target_id(members_[1]);  // sent to the head, naming another member
+  pb::WriteRequest q;
+  q.set_length(d.size());
+  pb::set_piece_crcs(q, d.data(), d.size());
+  *q.mutable_ref() = wrong;
+  net::BulkRegion r{const_cast<std::byte*>(d.data()), d.size(), net::BulkAccess::kServerPull};
+  pb::WriteReply a;
+  Status st = cl_.client(members_[0]).channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+  EXPECT_EQ(st.code(), Code::kWrongTarget) << st.ToString();
+
+  w = cl_.write(ref(members_[1]), 0, d);  // a member that is not the head
+  EXPECT_EQ(w.status().code(), Code::kStaleChain) << w.status().ToString();
+  for (uint32_t m : members_) {
+    EXPECT_EQ(cl_.stat(ref(m)).status().code(), Code::kNotFound)
+        << "a refused write stored something on target " << m;
+  }
+}
+
+TEST_F(OdsChainTest, ADirtyChunkIsReadOnlyAtTheLastServingMember) {
+  const auto before = pattern(8192, 5);
+  ASSERT_TRUE(cl_.write(ref(members_[0]), 0, before).ok());
+  // The tail dies: the next write reaches the head and the middle, is
+  // refused (the chain moved), and stays dirty on both.
+  cl_.target(members_[2]).proc.kill(SIGKILL);
+  const auto after = pattern(8192, 6);
+  auto w = cl_.write(ref(members_[0]), 0, after);
+  ASSERT_TRUE(w.status().code() == Code::kStaleChain || w.status().code() == Code::kUnavailable)
+      << w.status().ToString();
+  mpb::Chain now = cl_.wait_chain(chain_.chain_id(), [](const mpb::Chain& c) {
+    return ChainCluster::write_chain(c).size() == 2;
+  });
+  const auto live = ChainCluster::write_chain(now);
+  ASSERT_EQ(live[0], members_[0]);
+  ASSERT_EQ(live[1], members_[1]);
+  auto s = cl_.stat(ChainCluster::ref(live[0], now, ino_));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s->dirty()) << "the refused write left no dirty update at the head";
+  auto r = cl_.read(ChainCluster::ref(live[0], now, ino_), 0, 8192);
+  EXPECT_EQ(r.status().code(), Code::kChunkDirty) << r.status().ToString();
+  // The last serving member serves what it holds.
+  r = cl_.read(ChainCluster::ref(live[1], now, ino_), 0, 8192);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(*r == after || *r == before);
+  // The next write commits everything before it: the head is clean again.
+  const auto third = pattern(8192, 7);
+  ASSERT_TRUE(cl_.write(ChainCluster::ref(live[0], now, ino_), 0, third).ok());
+  for (uint32_t m : live) {
+    r = cl_.read(ChainCluster::ref(m, now, ino_), 0, 8192);
+    ASSERT_TRUE(r.ok()) << "target " << m << ": " << r.status().ToString();
+    EXPECT_TRUE(*r == third) << "target " << m;
+  }
+}
+
+// A member SIGKILLed while writes stream: every write the head acknowledged
+// is on every surviving member; the others were refused with StaleChain or
+// Unavailable, never acknowledged with a copy missing.
+TEST_F(OdsChainTest, AMemberKilledMidStreamNeverYieldsASilentSuccess) {
+  constexpr size_t kLen = 1 << 20;
+  std::atomic<bool> stop{false};
+  std::vector<uint64_t> acked;  // offsets whose write was acknowledged
+  std::vector<Status> refused;
+  std::thread writer([&] {
+    OdsClient c(cl_.target(members_[0]).address, cl_.key());
+    for (uint64_t i = 0; !stop.load() && i < 64; ++i) {
+      auto d = pattern(kLen, 1000 + i);
+      pb::WriteRequest q;
+      q.set_offset(i * kLen);
+      q.set_length(kLen);
+      pb::set_piece_crcs(q, d.data(), d.size());
+      *q.mutable_ref() = ref(members_[0]);
+      net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
+      pb::WriteReply a;
+      Status st = c.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+      if (st.ok()) {
+        acked.push_back(i);
+      } else {
+        refused.push_back(st);
+        return;  // the map moved: a client would refetch it here
+      }
+    }
+  });
+  // Wait until some writes went through, then kill the tail.
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = cl_.stat(ref(members_[2]));
+    if (s.ok() && s->size() >= 4 * kLen) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  cl_.target(members_[2]).proc.kill(SIGKILL);
+  writer.join();
+  stop = true;
+  ASSERT_EQ(refused.size(), 1u) << "the writer ran to its end without noticing the kill";
+  EXPECT_TRUE(refused[0].code() == Code::kStaleChain || refused[0].code() == Code::kUnavailable)
+      << refused[0].ToString();
+  // The MDS took the dead member out; the survivors hold every acked write.
+  mpb::Chain now = cl_.wait_chain(chain_.chain_id(), [&](const mpb::Chain& c) {
+    return ChainCluster::write_chain(c).size() == 2;
+  });
+  for (uint32_t m : ChainCluster::write_chain(now)) {
+    for (uint64_t i : acked) {
+      auto r = cl_.read(ChainCluster::ref(m, now, ino_), i * kLen, kLen);
+      if (r.status().code() == Code::kChunkDirty) {
+        continue;  // the refused write left the chunk dirty here; the last member serves it
+      }
+      ASSERT_TRUE(r.ok()) << "target " << m << ": " << r.status().ToString();
+      EXPECT_TRUE(*r == pattern(kLen, 1000 + i)) << "target " << m << " lacks acked write " << i;
+    }
+  }
+  // Under the new map the chain takes writes again, on both survivors.
+  const auto d = pattern(5000, 7);
+  const uint32_t head = ChainCluster::write_chain(now)[0];
+  auto w = cl_.write(ChainCluster::ref(head, now, ino_), 0, d);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (uint32_t m : ChainCluster::write_chain(now)) {
+    auto r = cl_.read(ChainCluster::ref(m, now, ino_), 0, d.size());
+    ASSERT_TRUE(r.ok()) << "target " << m << ": " << r.status().ToString();
+    EXPECT_TRUE(*r == d) << "target " << m;
+  }
+}
+
+}  // namespace
+}  // namespace surge::ods::testing
