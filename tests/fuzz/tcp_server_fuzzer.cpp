@@ -12,12 +12,19 @@
 // the server must close every connection whose peer has gone (an EOF in
 // any state), within kCloseDeadline. Anything else is a finding (a hang is
 // reported and aborts).
+//
+// libFuzzer's -timeout watchdog is a periodic SIGALRM (every timeout/2 + 1
+// s, without SA_RESTART), delivered to this, the main, thread: the
+// harness's connect, poll, send and recv can fail with EINTR at any
+// moment. That is not the server's doing, so every call here goes on after
+// EINTR (poll with the time left) rather than report it as a finding.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -109,6 +116,20 @@ void start_server() {
   std::atexit([] { server->stop(); });
 }
 
+// Waits for `events` on fd until the deadline, through EINTR. False when
+// the deadline passes first.
+bool wait_for(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pf{fd, events, 0};
+    const int r = ::poll(&pf, 1, static_cast<int>(left.count()));
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) die(std::string("poll: ") + std::strerror(errno));
+  }
+}
+
 int connect_server() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) die(std::string("socket: ") + std::strerror(errno));
@@ -117,7 +138,14 @@ int connect_server() {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    die(std::string("connect: ") + std::strerror(errno));
+    if (errno != EINTR) die(std::string("connect: ") + std::strerror(errno));
+    // Interrupted, the connection goes on being set up: wait for it.
+    const auto deadline = std::chrono::steady_clock::now() + kCloseDeadline;
+    if (!wait_for(fd, POLLOUT, deadline)) die("connect: not connected within 10 s");
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) die(std::string("connect: ") + std::strerror(err));
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -128,6 +156,7 @@ bool send_all(int fd, const void* p, size_t n) {
   const char* c = static_cast<const char*>(p);
   while (n > 0) {
     ssize_t k = ::send(fd, c, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;  // the server may close first: fine
     c += k;
     n -= static_cast<size_t>(k);
@@ -137,10 +166,11 @@ bool send_all(int fd, const void* p, size_t n) {
 
 bool recv_exact(int fd, void* p, size_t n) {
   char* c = static_cast<char*>(p);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (n > 0) {
-    pollfd pf{fd, POLLIN, 0};
-    if (::poll(&pf, 1, 10000) <= 0) die("no handshake answer within 10 s");
+    if (!wait_for(fd, POLLIN, deadline)) die("no handshake answer within 10 s");
     ssize_t k = ::recv(fd, c, n, 0);
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     c += k;
     n -= static_cast<size_t>(k);
@@ -185,12 +215,11 @@ void drain_until_closed(int fd) {
   const auto deadline = std::chrono::steady_clock::now() + kCloseDeadline;
   std::vector<char> buf(64 * 1024);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) die("the server kept a connection open after its peer half-closed");
-    pollfd pf{fd, POLLIN, 0};
-    if (::poll(&pf, 1, static_cast<int>(left.count())) <= 0) continue;
+    if (!wait_for(fd, POLLIN, deadline)) {
+      die("the server kept a connection open after its peer half-closed");
+    }
     ssize_t k = ::recv(fd, buf.data(), buf.size(), 0);
+    if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return;  // closed (or reset): done
   }
 }
