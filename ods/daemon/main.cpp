@@ -23,6 +23,7 @@
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
+#include "ods/chain/resync_source.h"
 #include "ods/daemon/ods_config.h"
 #include "ods/service/ods_service.h"
 #include "ods/store/chunk_store.h"
@@ -92,6 +93,12 @@ int run(const OdsConfig& cfg) {
   ChainedChunks chained(**chunks, chains, forwarder);
   OdsService service(**store, (*server)->pool(), svc_opts, &chains,
                      cfg.mds.empty() ? nullptr : &chained);
+  // The resync source of the chains whose SYNCING member follows us.
+  ResyncSource resync(**chunks, chains, forwarder, chained.order());
+  if (!cfg.mds.empty()) {
+    chains.on_change([&resync] { resync.poke(); });
+    resync.start();
+  }
   service.register_handlers(**server);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   const std::string address = (*server)->address();
@@ -137,6 +144,8 @@ int run(const OdsConfig& cfg) {
   sigwait(&set, &sig);
   SLOG_INFO("surge-ods: signal {}, stopping", sig);
   if (mds) mds->stop();
+  chains.on_change(nullptr);
+  resync.stop();
   if (metrics) metrics->stop();
   (*server)->stop();
   return 0;  // the store syncs and closes as it goes out of scope

@@ -317,3 +317,96 @@ TEST_F(OdsChainTest, AMemberKilledMidStreamNeverYieldsASilentSuccess) {
 
 }  // namespace
 }  // namespace surge::ods::testing
+
+namespace surge::ods::testing {
+namespace {
+
+// Sums "<what> N" over the resync-done lines of a log.
+uint64_t sum_after(const std::string& log, const std::string& what) {
+  uint64_t total = 0;
+  for (size_t p = log.find("done: "); p != std::string::npos; p = log.find("done: ", p + 1)) {
+    const size_t eol = log.find('\n', p);
+    const std::string line = log.substr(p, eol - p);
+    if (line.find("chunks sent or removed") == std::string::npos) continue;
+    if (what == "sent") {
+      total += std::stoull(line.substr(6));
+    } else {
+      const size_t u = line.find(" unchanged");
+      const size_t b = line.rfind(", ", u);
+      total += std::stoull(line.substr(b + 2, u - b - 2));
+    }
+  }
+  return total;
+}
+
+// A data server away while chunks changed comes back SYNCING, gets exactly
+// the chunks that changed (written, or removed) from the last serving
+// member, and serves again with every chunk as the survivors hold it.
+TEST(OdsChainResync, AReturningMemberGetsOnlyTheChangedChunksThenServes) {
+  ChainCluster cl;
+  cl.start({.data_servers = 2, .replicas = 2, .target_timeout_ms = 1000});
+  cl.wait_targets_up();
+  struct File {
+    uint64_t ino;
+    uint32_t chain;
+    std::vector<std::byte> data;
+  };
+  std::vector<File> files;
+  for (int i = 0; i < 6; ++i) {
+    std::string name = "f";
+    name += std::to_string(i);
+    auto [ino, chain_id] = cl.create(name);
+    files.push_back({ino, chain_id, pattern(300000 + 1000 * i, 50 + i)});
+  }
+  for (auto& f : files) {
+    const mpb::Chain c = cl.chain(f.chain);
+    auto w = cl.write(ChainCluster::ref(ChainCluster::write_chain(c)[0], c, f.ino), 0, f.data);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  }
+  const uint32_t away = cl.ods(1).id, stays = cl.ods(0).id;
+  cl.ods(1).proc.kill(SIGKILL);
+  for (auto& f : files) {
+    cl.wait_chain(f.chain, [&](const mpb::Chain& c) {
+      return ChainCluster::write_chain(c) == std::vector<uint32_t>{stays};
+    });
+  }
+  // While it is away: two chunks rewritten, one removed, three untouched.
+  for (int i : {0, 1}) {
+    files[i].data = pattern(200000, 90 + i);
+    const mpb::Chain c = cl.chain(files[i].chain);
+    auto w = cl.write(ChainCluster::ref(stays, c, files[i].ino), 0, files[i].data);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE(cl.truncate(ChainCluster::ref(stays, c, files[i].ino), files[i].data.size()).ok());
+  }
+  {
+    const mpb::Chain c = cl.chain(files[2].chain);
+    ASSERT_TRUE(cl.remove(ChainCluster::ref(stays, c, files[2].ino)).ok());
+  }
+  cl.restart_ods(1);
+  ASSERT_EQ(cl.ods(1).id, away);
+  for (auto& f : files) {
+    cl.wait_chain(f.chain, [&](const mpb::Chain& c) {
+      int serving = 0;
+      for (const auto& m : c.members()) serving += m.state() == mpb::MEMBER_SERVING;
+      return serving == 2;
+    });
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const mpb::Chain c = cl.chain(files[i].chain);
+    const pb::ChunkRef at_returned = ChainCluster::ref(away, c, files[i].ino);
+    if (i == 2) {
+      EXPECT_EQ(cl.stat(at_returned).status().code(), Code::kNotFound)
+          << "the chunk removed while it was away is still there";
+      continue;
+    }
+    auto r = cl.read(at_returned, 0, 1 << 20);
+    ASSERT_TRUE(r.ok()) << "file " << i << ": " << r.status().ToString();
+    EXPECT_TRUE(*r == files[i].data) << "file " << i << " differs on the returned member";
+  }
+  const std::string log = cl.log_of(0);
+  EXPECT_EQ(sum_after(log, "sent"), 3u) << log;
+  EXPECT_EQ(sum_after(log, "unchanged"), 3u) << log;
+}
+
+}  // namespace
+}  // namespace surge::ods::testing

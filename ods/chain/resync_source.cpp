@@ -1,0 +1,175 @@
+// ResyncSource: list, compare, send whole, report. See resync_source.h.
+#include "ods/chain/resync_source.h"
+
+#include <chrono>
+
+#include "common/log.h"
+#include "net/proto/ods_methods.h"
+
+namespace surge::ods {
+namespace {
+
+namespace pb = proto::ods;
+namespace mpb = proto::mds;
+
+constexpr uint32_t kPage = 1024;
+constexpr auto kReportEvery = std::chrono::seconds(1);
+
+}  // namespace
+
+ResyncSource::ResyncSource(ChunkStore& chunks, ChainView& view, ChainForwarder& forwarder,
+                           UpdateOrder& order)
+    : chunks_(chunks), view_(view), forwarder_(forwarder), order_(order) {}
+
+ResyncSource::~ResyncSource() { stop(); }
+
+void ResyncSource::start() { thread_ = std::thread([this] { run(); }); }
+
+void ResyncSource::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ResyncSource::poke() {
+  {
+    std::lock_guard lk(mu_);
+    poked_ = true;
+  }
+  cv_.notify_all();
+}
+
+void ResyncSource::run() {
+  std::unique_lock lk(mu_);
+  while (!stop_) {
+    cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_ || poked_; });
+    if (stop_) break;
+    poked_ = false;
+    lk.unlock();
+    for (const ChainPlace& p : view_.places()) {
+      if (!p.last_serving || p.successor == 0 || !p.successor_syncing) continue;
+      auto f = finished_.find(p.chain_id);
+      if (f != finished_.end() && f->second == p.version) continue;
+      Status st = resync(p);
+      if (st.ok()) {
+        finished_[p.chain_id] = p.version;
+      } else {
+        SLOG_WARN("resync of chain {} (version {}) to target {}: {}; trying again", p.chain_id,
+                  p.version, p.successor, st.ToString());
+      }
+      std::lock_guard sl(mu_);
+      if (stop_) break;
+    }
+    lk.lock();
+  }
+}
+
+Status ResyncSource::report(const ChainPlace& place, const Progress& p, bool done) {
+  mpb::ReportChainSyncRequest req;
+  req.set_chain_id(place.chain_id);
+  req.set_chain_version(place.version);
+  req.set_target_id(place.successor);
+  req.set_source_target_id(view_.own_id());
+  req.set_chunks_total(p.chunks_total);
+  req.set_chunks_done(p.chunks_done);
+  req.set_bytes_total(p.bytes_total);
+  req.set_bytes_done(p.bytes_done);
+  req.set_done(done);
+  auto r = view_.report_sync(req);
+  if (!r.ok()) return r.status();
+  if (done) (void)view_.refresh();
+  return Status::OK();
+}
+
+Status ResyncSource::resync(const ChainPlace& place) {
+  const auto began = std::chrono::steady_clock::now();
+  SLOG_INFO("resync of chain {} (version {}) to target {} begins", place.chain_id, place.version,
+            place.successor);
+  SURGE_ASSIGN_OR_RETURN(auto ch, forwarder_.channel(place.successor_address));
+  // What the syncing member holds.
+  std::map<ChunkKey, pb::ChunkState> theirs;
+  pb::ListChunksRequest lq;
+  lq.mutable_ref()->set_target_id(place.successor);
+  lq.mutable_ref()->set_chain_id(place.chain_id);
+  lq.mutable_ref()->set_chain_version(place.version);
+  lq.set_from_start(true);
+  lq.set_max_entries(kPage);
+  for (;;) {
+    pb::ListChunksReply la;
+    Status st = ch->call<pb::OdsListChunks>(lq, &la);
+    if (peer_unreachable(st)) {
+      forwarder_.drop(place.successor_address);
+      return forwarder_.unreachable(place.successor, place.chain_id, place.version, st);
+    }
+    SURGE_RETURN_IF_ERROR_CTX(st, "listing the chunks of chain " + std::to_string(place.chain_id) +
+                                      " on target " + std::to_string(place.successor));
+    for (const auto& c : la.chunks()) theirs[{c.ino(), c.slot(), c.position()}] = c;
+    if (la.eof() || la.chunks_size() == 0) break;
+    const auto& last = la.chunks(la.chunks_size() - 1);
+    lq.set_from_start(false);
+    lq.mutable_ref()->set_ino(last.ino());
+    lq.mutable_ref()->set_slot(last.slot());
+    lq.mutable_ref()->set_position(last.position());
+  }
+
+  Progress p;
+  auto last_report = std::chrono::steady_clock::now();
+  auto maybe_report = [&]() -> Status {
+    if (std::chrono::steady_clock::now() - last_report < kReportEvery) return Status::OK();
+    last_report = std::chrono::steady_clock::now();
+    return report(place, p, false);
+  };
+  // Ours, in key order, each compared and sent under its update order.
+  std::optional<ChunkKey> after;
+  for (;;) {
+    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kPage));
+    for (const auto& [key, listed] : page) {
+      auto order = order_.lock(key);
+      SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.index().get(key));
+      auto it = theirs.find(key);
+      const bool same = rec && it != theirs.end() && !it->second.incomplete() &&
+                        it->second.version() == rec->version;
+      if (it != theirs.end()) theirs.erase(it);
+      if (!rec) continue;  // removed meanwhile (the remove went down the chain)
+      if (same) {
+        p.unchanged++;
+        continue;
+      }
+      SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(*rec));
+      p.chunks_total++;
+      p.bytes_total += size;
+      SURGE_RETURN_IF_ERROR(forwarder_.send_whole(place.chain_id, place.version, place.successor,
+                                                  place.successor_address, key, rec));
+      p.chunks_done++;
+      p.bytes_done += size;
+      SURGE_RETURN_IF_ERROR(maybe_report());
+    }
+    if (page.size() < kPage) break;
+    after = page.back().first;
+  }
+  // What they hold and we do not: gone here, so gone there.
+  for (const auto& [key, state] : theirs) {
+    auto order = order_.lock(key);
+    SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.index().get(key));
+    if (rec) continue;  // written meanwhile: it went down the chain
+    p.chunks_total++;
+    SURGE_RETURN_IF_ERROR(forwarder_.send_whole(place.chain_id, place.version, place.successor,
+                                                place.successor_address, key, std::nullopt));
+    p.chunks_done++;
+    SURGE_RETURN_IF_ERROR(maybe_report());
+  }
+  SURGE_RETURN_IF_ERROR(report(place, p, true));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  SLOG_INFO(
+      "resync of chain {} (version {}) to target {} done: {} chunks sent or removed ({} bytes), "
+      "{} unchanged, in {:.3f} s",
+      place.chain_id, place.version, place.successor, p.chunks_done, p.bytes_done, p.unchanged,
+      secs);
+  return Status::OK();
+}
+
+}  // namespace surge::ods
