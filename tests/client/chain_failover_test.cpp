@@ -1,0 +1,265 @@
+// Replicated chains under a SIGKILLed data server (docs/redundancy.md,
+// "What the client does"; client/lib/data_path.h), with real daemons: 1 MDS
+// and 3 data servers on 127.0.0.1, files in a directory given
+// `surgectl setstripe --replicas N --count 3`, written by several libsurge
+// clients and through a FUSE mount at once.
+//
+// With 3 data servers the chains of width 2 (strides 1 and 2) are [0,1],
+// [1,2], [2,0], [0,2], [1,0], [2,1] (docs/redundancy.md, "Forming
+// chains"): killing one target kills the head of two chains and the tail
+// of two, under every writer at once. Every write returns success, every
+// byte reads back (a reader of a file written before reads right all
+// along), and new files keep being created while the target is down.
+// replicas 1 (one-member chains): the write fails with EIO naming the
+// chunk, the target and its address.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tests/client/local_cluster.h"
+
+namespace surge::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kBlock = 1 << 20;
+constexpr size_t kFileBytes = 48 * kBlock;  // per writer
+
+class ChainFailover : public ::testing::Test {
+ protected:
+  // A cluster, a directory /r of `replicas` copies over 3 slots, a mount.
+  void start(int replicas) {
+    ClusterConfig cfg;
+    cfg.client_io_timeout_ms = "8000";
+    auto c = LocalCluster::Start(cfg);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cluster_ = std::move(*c);
+    auto cl = cluster_->connect(kIoTimeoutMs);
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    ASSERT_TRUE((*cl)->mkdir("/r", 0777).ok());
+    std::string out;
+    ASSERT_EQ(surgectl("setstripe --replicas " + std::to_string(replicas) +
+                           " --count 3 --size 1048576 /r",
+                       &out),
+              0)
+        << out;
+    auto m = cluster_->mount("mnt");
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    mnt_ = *m;
+  }
+
+  int surgectl(const std::string& args, std::string* out) {
+    const char* b = std::getenv("SURGE_BUILD_DIR");
+    if (b == nullptr) {
+      *out = "SURGE_BUILD_DIR is not set (run through ctest)";
+      return -1;
+    }
+    out->clear();
+    return sh(std::string(b) + "/tools/surgectl --mds " + cluster_->mds_address() +
+                  " --key-file " + cluster_->key_file() + " " + args + " 2>&1",
+              out);
+  }
+
+  static std::string data_of(int writer) {
+    return random_bytes(kFileBytes, 1000 + static_cast<uint64_t>(writer));
+  }
+
+  // Writes data_of(i) to /r/w<i> through its own libsurge client in 1 MiB
+  // pwrites, then fsync and close; the first error ("" when none).
+  std::string lib_writer(int i) {
+    auto cl = cluster_->connect(kIoTimeoutMs);
+    if (!cl.ok()) return cl.status().ToString();
+    const std::string path = "/r/w" + std::to_string(i);
+    auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (!f.ok()) return path + ": " + f.status().ToString();
+    const std::string data = data_of(i);
+    for (size_t off = 0; off < data.size(); off += kBlock) {
+      auto w = (*cl)->pwrite(**f, data.data() + off, kBlock, off);
+      if (!w.ok()) return path + " at " + std::to_string(off) + ": " + w.status().ToString();
+      written_ += kBlock;
+    }
+    Status st = (*cl)->fsync(**f, false);
+    if (!st.ok()) return path + " fsync: " + st.ToString();
+    st = (*cl)->close(*f);
+    return st.ok() ? "" : path + " close: " + st.ToString();
+  }
+
+  // The same through the mount, with write(2) and fsync(2).
+  std::string mount_writer(int i) {
+    const std::string path = mnt_ + "/r/w" + std::to_string(i);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return path + ": open: " + std::strerror(errno);
+    const std::string data = data_of(i);
+    std::string err;
+    for (size_t off = 0; off < data.size() && err.empty(); off += kBlock) {
+      if (::write(fd, data.data() + off, kBlock) != static_cast<ssize_t>(kBlock)) {
+        err = path + " at " + std::to_string(off) + ": write: " + std::strerror(errno);
+      }
+      written_ += kBlock;
+    }
+    if (err.empty() && ::fsync(fd) != 0) err = path + ": fsync: " + std::strerror(errno);
+    if (::close(fd) != 0 && err.empty()) err = path + ": close: " + std::strerror(errno);
+    return err;
+  }
+
+  // Reads /r/pre (written before) again and again through its own client
+  // until told to stop; the first error or wrong byte ("" when none).
+  std::string reader(const std::string& want, const std::atomic<bool>& stop) {
+    auto cl = cluster_->connect(kIoTimeoutMs);
+    if (!cl.ok()) return cl.status().ToString();
+    std::string got(kBlock, '\0');
+    for (int pass = 0; !stop.load() || pass == 0; ++pass) {
+      auto f = (*cl)->open("/r/pre", O_RDONLY);
+      if (!f.ok()) return "open /r/pre: " + f.status().ToString();
+      for (size_t off = 0; off < want.size(); off += kBlock) {
+        auto n = (*cl)->pread(**f, got.data(), kBlock, off);
+        if (!n.ok()) return "/r/pre at " + std::to_string(off) + ": " + n.status().ToString();
+        if (*n != kBlock || std::memcmp(got.data(), want.data() + off, kBlock) != 0) {
+          return "/r/pre at " + std::to_string(off) + ": the bytes read differ (pass " +
+                 std::to_string(pass) + ")";
+        }
+      }
+      (void)(*cl)->close(*f);
+    }
+    return "";
+  }
+
+  // Every writer at once, and a reader of a file written before; `victim`
+  // is SIGKILLed once a third of the bytes are written, and small files
+  // are created while it is down.
+  void write_while_killing(int victim, int lib_writers) {
+    lib_writers_ = lib_writers;
+    const int kWriters = lib_writers + 1;  // plus one through the mount
+    const std::string pre = random_bytes(12 * kBlock, 3000);
+    {
+      auto cl = cluster_->connect(kIoTimeoutMs);
+      ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+      auto f = (*cl)->open("/r/pre", O_RDWR | O_CREAT | O_EXCL, 0644);
+      ASSERT_TRUE(f.ok()) << f.status().ToString();
+      auto w = (*cl)->pwrite(**f, pre.data(), pre.size(), 0);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      Status closed = (*cl)->close(*f);
+      ASSERT_TRUE(closed.ok()) << closed.ToString();
+    }
+    std::atomic<bool> stop_reading{false};
+    std::string read_error;
+    std::thread read_thread([&] { read_error = reader(pre, stop_reading); });
+    std::vector<std::string> errors(kWriters);
+    std::vector<std::thread> ts;
+    std::atomic<int> finished{0};
+    for (int i = 0; i < lib_writers; ++i) {
+      ts.emplace_back([this, i, &errors, &finished] {
+        errors[i] = lib_writer(i);
+        ++finished;
+      });
+    }
+    ts.emplace_back([this, lib_writers, &errors, &finished] {
+      errors[lib_writers] = mount_writer(lib_writers);
+      ++finished;
+    });
+    const size_t total = static_cast<size_t>(kWriters) * kFileBytes;
+    while (written_.load() < total / 3 && finished.load() < kWriters) {
+      std::this_thread::sleep_for(5ms);
+    }
+    Status killed = cluster_->kill_ods(victim);
+    const size_t at_kill = written_.load();
+    for (auto& t : ts) t.join();
+    stop_reading = true;
+    read_thread.join();
+    EXPECT_EQ(read_error, "") << "the reader of a file written before the kill";
+    ASSERT_TRUE(killed.ok()) << killed.ToString();
+    // Otherwise this tested nothing: make the files larger.
+    ASSERT_LT(at_kill, total) << "every writer had finished before the kill";
+    std::printf("killed data server %d with %zu of %zu MiB written\n", victim, at_kill >> 20,
+                total >> 20);
+    for (int i = 0; i < kWriters; ++i) EXPECT_EQ(errors[i], "") << "writer " << i;
+    // The victim is still down: new files are placed on chains without it.
+    auto cl = cluster_->connect(kIoTimeoutMs);
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    for (int i = 0; i < 8; ++i) {
+      const std::string path = "/r/new" + std::to_string(i);
+      const std::string data = random_bytes(3 * kBlock + 5, 2000 + static_cast<uint64_t>(i));
+      auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+      ASSERT_TRUE(f.ok()) << path << ": " << f.status().ToString();
+      auto w = (*cl)->pwrite(**f, data.data(), data.size(), 0);
+      ASSERT_TRUE(w.ok()) << path << ": " << w.status().ToString();
+      ASSERT_TRUE((*cl)->close(*f).ok()) << path;
+      new_files_.emplace_back(path, data);
+    }
+  }
+
+  // Reads every file back through a fresh client (the victim still down):
+  // the bytes are those written.
+  void verify_all() {
+    auto cl = cluster_->connect(kIoTimeoutMs);
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    auto check = [&](const std::string& path, const std::string& want) {
+      auto f = (*cl)->open(path, O_RDONLY);
+      ASSERT_TRUE(f.ok()) << path << ": " << f.status().ToString();
+      std::string got(want.size() + 1, '\0');
+      size_t done = 0;
+      while (done < got.size()) {
+        auto n = (*cl)->pread(**f, got.data() + done, got.size() - done, done);
+        ASSERT_TRUE(n.ok()) << path << " at " << done << ": " << n.status().ToString();
+        if (*n == 0) break;
+        done += *n;
+      }
+      got.resize(done);
+      EXPECT_EQ(got.size(), want.size()) << path;
+      EXPECT_TRUE(got == want) << path << ": the bytes read back differ from those written";
+      (void)(*cl)->close(*f);
+    };
+    for (int i = 0; i <= lib_writers_; ++i) check("/r/w" + std::to_string(i), data_of(i));
+    for (const auto& [path, data] : new_files_) check(path, data);
+  }
+
+  static constexpr int kIoTimeoutMs = 8000;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::string mnt_;
+  int lib_writers_ = 0;
+  std::atomic<size_t> written_{0};
+  std::vector<std::pair<std::string, std::string>> new_files_;
+};
+
+TEST_F(ChainFailover, TwoReplicasSurviveAKilledTargetMidWrite) {
+  start(2);
+  if (HasFatalFailure()) return;
+  write_while_killing(0, 3);
+  if (HasFatalFailure()) return;
+  verify_all();
+}
+
+TEST_F(ChainFailover, OneReplicaGivesEioNamingTheChunkTargetAndAddress) {
+  start(1);
+  if (HasFatalFailure()) return;
+  auto cl = cluster_->connect(2000);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  auto f = (*cl)->open("/r/one", O_RDWR | O_CREAT, 0644);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const std::string data = random_bytes(3 * kBlock, 7);  // a chunk on every target
+  ASSERT_TRUE((*cl)->pwrite(**f, data.data(), data.size(), 0).ok());
+  Status synced = (*cl)->fsync(**f, false);
+  ASSERT_TRUE(synced.ok()) << synced.ToString();
+  ASSERT_TRUE(cluster_->kill_ods(2).ok());
+  auto w = (*cl)->pwrite(**f, data.data(), data.size(), 0);
+  Status st = w.ok() ? (*cl)->fsync(**f, false) : w.status();
+  ASSERT_FALSE(st.ok()) << "a write to a chunk whose only copy is on a dead server succeeded";
+  EXPECT_EQ(st.to_errno(), EIO) << st.ToString();
+  EXPECT_NE(st.message().find("chunk " + std::to_string((*f)->ino()) + "/"), std::string::npos)
+      << st.ToString();
+  EXPECT_NE(st.message().find("data server target "), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find(" at tcp://127.0.0.1:"), std::string::npos) << st.ToString();
+  (void)(*cl)->close(*f);
+}
+
+}  // namespace
+}  // namespace surge::test
