@@ -198,9 +198,10 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
     }
   }
   if (!ch.ok()) {
+    // Whatever the code (a reset during the handshake reads Unavailable),
+    // no connection means the target was not reached.
     channels_->drop(a.addr);
-    const bool unreachable = is_unreachable(ch.status().code());
-    return fail(ch.status(), unreachable, false);
+    return fail(ch.status(), true, false);
   }
   net::PendingCall call =
       send(**ch, b.req_, a.piece, a.target_id, a.chain_version, options_.io_timeout);
