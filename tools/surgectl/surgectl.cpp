@@ -7,9 +7,11 @@
 // Paths are inside the file system ("/dir"), not mount paths.
 //
 // Exit status: 0 success; 1 an error (message on stderr naming what
-// failed). scrub: 3 when corruption was found, else 2 when some target
-// could not be scrubbed (down, unreachable, error), else 0 (1: it could
-// not start, e.g. the MDS is unreachable or the target id unknown).
+// failed). scrub: 3 when corruption was found or the replicas of a chunk
+// differ, else 2 when some target could not be scrubbed or some
+// replicated chain could not be compared (down, unreachable, error, fewer
+// than 2 serving members), else 0 (1: it could not start, e.g. the MDS is
+// unreachable or the target id unknown).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include "surge/client.h"
 #include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
+#include "tools/surgectl/replica_compare.h"
 #include "tools/surgectl/target_scrub.h"
 
 namespace {
@@ -229,6 +232,29 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
   std::sort(results.begin(), results.end(),
             [](const auto& a, const auto& b) { return a.target_id < b.target_id; });
 
+  // Then the replicas of every chained chunk, chain by chain (with
+  // --target: the chains it serves in).
+  std::vector<surge::tools::ChainCompareResult> chains;
+  for (const auto& c : m->chains().chains()) {
+    if (!surge::tools::is_replicated(c)) continue;
+    if (target >= 0) {
+      bool member = false;
+      for (const auto& cm : c.members()) {
+        member |= cm.target_id() == static_cast<uint64_t>(target);
+      }
+      if (!member) continue;
+    }
+    chains.push_back(
+        surge::tools::compare_chain(c, *m, key, std::chrono::seconds(slice_timeout_s)));
+  }
+  uint64_t differ = 0, chunks_compared = 0;
+  int uncompared = 0;
+  for (const auto& c : chains) {
+    differ += c.mismatches.size() + (c.corrupt ? 1 : 0);
+    chunks_compared += c.chunks_compared;
+    uncompared += !c.compared && !c.corrupt;
+  }
+
   uint64_t bad = 0, objects = 0, bytes = 0;
   int unscrubbed = 0;
   for (const auto& r : results) {
@@ -248,15 +274,27 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
           r.scrubbed ? "true" : "false", json_escape(r.error).c_str(), ull(r.objects_checked),
           ull(r.bytes_checked));
       for (size_t j = 0; j < r.bad_blocks.size(); ++j) {
-        std::printf("%s{\"object_id\":%llu,\"offset\":%llu}", j ? "," : "",
-                    ull(r.bad_blocks[j].object_id), ull(r.bad_blocks[j].offset));
+        const auto& b = r.bad_blocks[j];
+        std::printf("%s{\"object_id\":%llu,\"offset\":%llu", j ? "," : "", ull(b.object_id),
+                    ull(b.offset));
+        if (b.object_id == 0) {
+          std::printf(",\"chain\":%u,\"ino\":%llu,\"slot\":%u,\"position\":%u", b.chain_id,
+                      ull(b.ino), b.slot, b.position);
+        }
+        std::printf("}");
       }
       std::printf("]}");
     }
+    std::printf("],\"chains\":[");
+    for (size_t i = 0; i < chains.size(); ++i) {
+      std::printf("%s%s", i ? "," : "", surge::tools::chain_compare_json(chains[i]).c_str());
+    }
     std::printf(
         "],\"objects_checked\":%llu,\"bytes_checked\":%llu,\"corrupt_blocks\":%llu,"
-        "\"unscrubbed_targets\":%d}\n",
-        ull(objects), ull(bytes), ull(bad), unscrubbed);
+        "\"unscrubbed_targets\":%d,\"chunks_compared\":%llu,\"replica_differences\":%llu,"
+        "\"uncompared_chains\":%d}\n",
+        ull(objects), ull(bytes), ull(bad), unscrubbed, ull(chunks_compared), ull(differ),
+        uncompared);
   } else {
     for (const auto& r : results) {
       if (!r.scrubbed) {
@@ -268,17 +306,28 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
                   r.target_id, r.address.c_str(), r.state.c_str(), ull(r.objects_checked),
                   ull(r.bytes_checked), r.bad_blocks.size());
       for (const auto& b : r.bad_blocks) {
+        if (b.object_id == 0) {
+          std::printf("  corrupt: chunk ino %llu slot %u position %u of chain %u block at offset "
+                      "%llu\n",
+                      ull(b.ino), b.slot, b.position, b.chain_id, ull(b.offset));
+          continue;
+        }
         std::printf("  corrupt: object %llu (inode %llu) block at offset %llu\n", ull(b.object_id),
                     ull(b.object_id), ull(b.offset));
       }
     }
+    for (const auto& c : chains) std::printf("%s", surge::tools::chain_text(c).c_str());
     std::printf(
         "scrub: %zu targets, %llu objects, %llu bytes checked, %llu corrupt blocks, %d not "
         "scrubbed\n",
         results.size(), ull(objects), ull(bytes), ull(bad), unscrubbed);
+    std::printf(
+        "scrub: %zu replicated chains, %llu chunks compared, %llu replicas differ, %d chains not "
+        "compared\n",
+        chains.size(), ull(chunks_compared), ull(differ), uncompared);
   }
-  if (bad > 0) return 3;
-  return unscrubbed > 0 ? 2 : 0;
+  if (bad > 0 || differ > 0) return 3;
+  return unscrubbed > 0 || uncompared > 0 ? 2 : 0;
 }
 
 }  // namespace
@@ -321,10 +370,12 @@ int main(int argc, char** argv) {
   int slice_timeout_s = 600;
   auto* scrub_cmd = app.add_subcommand("scrub",
                                        "verify the CRC32C of every stored block on every up data "
-                                       "server (or one); reports corrupt blocks "
-                                       "(object id = inode, offset), repairs nothing. Exit 3: "
-                                       "corruption found; 2: a target could not be "
-                                       "scrubbed; 1: could not start");
+                                       "server (or one), then compare the replicas of every "
+                                       "chained chunk on every serving member of its chain "
+                                       "(version, size, CRC32C of the bytes); reports corrupt "
+                                       "blocks and differing chunks, repairs nothing. Exit 3: "
+                                       "corruption or replicas differ; 2: a target could not be "
+                                       "scrubbed or a chain compared; 1: could not start");
   scrub_cmd->add_option("--target", scrub_target,
                         "only this target id (tried even when marked down)");
   scrub_cmd

@@ -42,7 +42,10 @@ TargetScrubResult scrub_target(const proto::mds::TargetInfo& target, const std::
     }
     r.objects_checked += resp.objects_checked();
     r.bytes_checked += resp.bytes_checked();
-    for (const auto& b : resp.bad_blocks()) r.bad_blocks.push_back({b.object_id(), b.offset()});
+    for (const auto& b : resp.bad_blocks()) {
+      r.bad_blocks.push_back({b.object_id(), b.offset(), b.chunk().chain_id(), b.chunk().ino(),
+                              b.chunk().slot(), b.chunk().position()});
+    }
     if (resp.next_dir() <= first) {
       r.error = who + " answered a scrub of directory " + std::to_string(first) +
                 " with next directory " + std::to_string(resp.next_dir()) +

@@ -16,8 +16,12 @@
 namespace surge::tools {
 
 struct BadBlock {
-  uint64_t object_id = 0;  // = the file's inode number
-  uint64_t offset = 0;     // of the 4 KiB block in the object
+  uint64_t object_id = 0;  // = the file's inode number (chunks: 0)
+  uint64_t offset = 0;     // of the 4 KiB block in the object or chunk
+  // Chained chunks (object_id 0): which chunk.
+  uint32_t chain_id = 0;
+  uint64_t ino = 0;
+  uint32_t slot = 0, position = 0;
 };
 
 struct TargetScrubResult {
