@@ -122,6 +122,12 @@ Status ChainForwarder::call_forward(const ChainPlace& place, const ChunkKey& key
     bulk = {&region, 1};
   }
   if (u.kind == pb::UPDATE_TRUNCATE) req.set_size(u.size);
+  if (u.kind == pb::UPDATE_FALLOCATE) {
+    req.set_offset(u.offset);
+    req.set_length(u.length);
+    req.set_fallocate_mode(u.fallocate_mode);
+    req.set_keep_size(u.keep_size);
+  }
   pb::ChainForwardReply resp;
   Status st = (*ch)->call<pb::OdsChainForward>(req, &resp, bulk);
   if (peer_unreachable(st)) {

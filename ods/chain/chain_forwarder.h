@@ -37,6 +37,9 @@ struct ChunkUpdate {
   uint32_t piece_bytes = 0;         // WRITE: piece CRCs of data (as WriteRequest)
   std::vector<uint32_t> piece_crcs;
   uint64_t size = 0;                // TRUNCATE
+  uint64_t length = 0;              // FALLOCATE (with offset)
+  proto::ods::FallocateMode fallocate_mode = proto::ods::FALLOCATE_RESERVE;
+  bool keep_size = false;           // FALLOCATE
   bool sync = false;
 };
 

@@ -59,6 +59,16 @@ Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
   return Status::OK();
 }
 
+Result<ObjectStore::SpaceOp> space_op(pb::FallocateMode m, const std::string& what) {
+  switch (m) {
+    case pb::FALLOCATE_RESERVE: return ObjectStore::SpaceOp::kReserve;
+    case pb::FALLOCATE_PUNCH: return ObjectStore::SpaceOp::kPunch;
+    case pb::FALLOCATE_ZERO: return ObjectStore::SpaceOp::kZero;
+    default:
+      return Status::NotSupported(what + ": unknown mode " + std::to_string(static_cast<int>(m)));
+  }
+}
+
 }  // namespace
 
 Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t len,
@@ -332,29 +342,29 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
                               " is not the head of the chain under version " +
                               std::to_string(place.version));
   }
-  if (place.successor != 0) {
-    return Status::NotSupported(what + ": fallocate of a chunk of a chain of more than one "
-                                "member is not replicated yet");
-  }
-  ObjectStore::SpaceOp op;
-  switch (req.mode()) {
-    case pb::FALLOCATE_RESERVE: op = ObjectStore::SpaceOp::kReserve; break;
-    case pb::FALLOCATE_PUNCH: op = ObjectStore::SpaceOp::kPunch; break;
-    case pb::FALLOCATE_ZERO: op = ObjectStore::SpaceOp::kZero; break;
-    default:
-      return Status::NotSupported(what + ": unknown mode " +
-                                  std::to_string(static_cast<int>(req.mode())));
-  }
+  SURGE_ASSIGN_OR_RETURN(ObjectStore::SpaceOp op, space_op(req.mode(), what));
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = *found;
-  rec.version += 1;
-  rec.committed_version = rec.version;
+  const uint64_t v = rec.version + 1;
+  rec.version = v;
+  if (place.successor == 0) rec.committed_version = v;
   SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
   SURGE_RETURN_IF_ERROR_CTX(
       chunks_.objects().fallocate(rec.object_id, req.offset(), req.length(), op, req.keep_size()),
       what);
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_FALLOCATE;
+    u.version = v;
+    u.offset = req.offset();
+    u.length = req.length();
+    u.fallocate_mode = req.mode();
+    u.keep_size = req.keep_size();
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  }
+  SURGE_RETURN_IF_ERROR(commit(key, rec, v, false));
   SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
   resp.set_object_size(size);
   return Status::OK();
@@ -390,6 +400,10 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
     return Status::OK();
   }
   const bool write = req.kind() == pb::UPDATE_WRITE;
+  if (!write && req.kind() != pb::UPDATE_TRUNCATE && req.kind() != pb::UPDATE_FALLOCATE) {
+    return Status::NotSupported(what + ": unknown update kind " +
+                                std::to_string(static_cast<int>(req.kind())));
+  }
   if (write) {
     const uint64_t max_size = chunks_.objects().options().max_object_size;
     if (req.offset() > max_size || req.length() > max_size - req.offset() ||
@@ -427,8 +441,13 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
     if (write && req.length() > 0) {
       SURGE_RETURN_IF_ERROR(pull_checked(ctx, 0, req.offset(), req.length(), req.piece_bytes(),
                                          crcs, buf.data(), chunks_.objects(), rec.object_id, what));
-    } else if (!write) {
+    } else if (req.kind() == pb::UPDATE_TRUNCATE) {
       SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, req.size()), what);
+    } else if (req.kind() == pb::UPDATE_FALLOCATE) {
+      SURGE_ASSIGN_OR_RETURN(ObjectStore::SpaceOp op, space_op(req.fallocate_mode(), what));
+      SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().fallocate(rec.object_id, req.offset(),
+                                                            req.length(), op, req.keep_size()),
+                                what);
     }
   } else if (write && req.length() > 0 && place.successor != 0) {
     // Applied but not committed: the bytes go on again, not stored again.
@@ -445,6 +464,9 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
     u.version = v;
     u.offset = req.offset();
     u.size = req.size();
+    u.length = req.length();
+    u.fallocate_mode = req.fallocate_mode();
+    u.keep_size = req.keep_size();
     u.sync = req.sync();
     if (write && req.length() > 0) {
       u.data = {buf.data(), req.length()};

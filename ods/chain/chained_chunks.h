@@ -17,8 +17,8 @@
 //   at the tail at once.
 // * Reads: a SYNCING member answers NotServing; a dirty chunk ChunkDirty
 //   except at the last SERVING member.
-// * Sync of a chunk travels the chain (update version 0). Fallocate is
-//   served only on chains of one member (NotSupported otherwise).
+// * Sync of a chunk travels the chain (update version 0); fallocate is an
+//   update like a truncate (UPDATE_FALLOCATE).
 // * OdsListChunks and OdsResyncChunk are the receiving side of a resync.
 #pragma once
 

@@ -140,6 +140,18 @@ TEST_F(OdsChainTest, AWriteAtTheHeadIsOnEveryMember) {
     EXPECT_EQ(s->chunk_version(), w->chunk_version()) << "target " << m;
     EXPECT_EQ(s->size(), d.size());
   }
+  // Fallocate is an update too: a zeroed range reads as zeros everywhere.
+  pb::FallocateRequest fq;
+  *fq.mutable_ref() = ref(members_[0]);
+  fq.set_offset(1 << 20);
+  fq.set_length(300000);
+  fq.set_mode(pb::FALLOCATE_ZERO);
+  fq.set_keep_size(true);
+  pb::FallocateReply fa;
+  Status st = cl_.client(members_[0]).channel().call<pb::OdsFallocate>(fq, &fa);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::fill(d.begin() + (1 << 20), d.begin() + (1 << 20) + 300000, std::byte{0});
+  expect_identical(d.size(), &d);
   // Truncate and sync travel the chain too.
   ASSERT_TRUE(cl_.truncate(ref(members_[0]), 5000).ok());
   ASSERT_TRUE(cl_.sync(ref(members_[0])).ok());
