@@ -15,7 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // A chain of one member (replicas 1): the chunk's whole life.
-TEST(OdsChainOneMember, WriteReadTruncateSyncFallocateStatRemove) {
+TEST(OdsChainOneMember, WriteReadTruncateSyncStatRemove) {
   ChainCluster cl;
   cl.start({.data_servers = 1, .replicas = 1});
   cl.wait_targets_up();
@@ -45,16 +45,6 @@ TEST(OdsChainOneMember, WriteReadTruncateSyncFallocateStatRemove) {
   EXPECT_GT(s->chunk_version(), w->chunk_version()) << "a truncate is an update with a version";
   ASSERT_TRUE(cl.sync(ref).ok());
 
-  pb::FallocateRequest fq;
-  *fq.mutable_ref() = ref;
-  fq.set_offset(0);
-  fq.set_length(1 << 20);
-  fq.set_mode(pb::FALLOCATE_RESERVE);
-  pb::FallocateReply fa;
-  Status st = cl.client(ref.target_id()).channel().call<pb::OdsFallocate>(fq, &fa);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(fa.object_size(), 1u << 20);
-
   // The legacy object of the same inode number is another thing.
   EXPECT_EQ(cl.client(ref.target_id()).stat(ino).status().code(), Code::kNotFound);
 
@@ -65,6 +55,28 @@ TEST(OdsChainOneMember, WriteReadTruncateSyncFallocateStatRemove) {
   r = cl.read(ref, 0, 100);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->empty()) << "a removed chunk reads as a hole";
+}
+
+TEST(OdsChainOneMember, FallocateReservesAndGrowsTheChunk) {
+  ChainCluster cl;
+  cl.start({.data_servers = 1, .replicas = 1});
+  cl.wait_targets_up();
+  auto [ino, chain_id] = cl.create("reserved");
+  const mpb::Chain c = cl.chain(chain_id);
+  const pb::ChunkRef ref = ChainCluster::ref(c.members(0).target_id(), c, ino);
+  pb::FallocateRequest fq;
+  *fq.mutable_ref() = ref;
+  fq.set_offset(0);
+  fq.set_length(1 << 20);
+  fq.set_mode(pb::FALLOCATE_RESERVE);
+  pb::FallocateReply fa;
+  Status st = cl.client(ref.target_id()).channel().call<pb::OdsFallocate>(fq, &fa);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(fa.object_size(), 1u << 20);
+  auto s = cl.stat(ref);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->size(), 1u << 20);
+  EXPECT_GT(s->chunk_version(), 0u) << "a fallocate is an update with a version";
 }
 
 TEST(OdsChainOneMember, ChunksSurviveARestart) {
@@ -140,18 +152,6 @@ TEST_F(OdsChainTest, AWriteAtTheHeadIsOnEveryMember) {
     EXPECT_EQ(s->chunk_version(), w->chunk_version()) << "target " << m;
     EXPECT_EQ(s->size(), d.size());
   }
-  // Fallocate is an update too: a zeroed range reads as zeros everywhere.
-  pb::FallocateRequest fq;
-  *fq.mutable_ref() = ref(members_[0]);
-  fq.set_offset(1 << 20);
-  fq.set_length(300000);
-  fq.set_mode(pb::FALLOCATE_ZERO);
-  fq.set_keep_size(true);
-  pb::FallocateReply fa;
-  Status st = cl_.client(members_[0]).channel().call<pb::OdsFallocate>(fq, &fa);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  std::fill(d.begin() + (1 << 20), d.begin() + (1 << 20) + 300000, std::byte{0});
-  expect_identical(d.size(), &d);
   // Truncate and sync travel the chain too.
   ASSERT_TRUE(cl_.truncate(ref(members_[0]), 5000).ok());
   ASSERT_TRUE(cl_.sync(ref(members_[0])).ok());
@@ -165,6 +165,22 @@ TEST_F(OdsChainTest, AWriteAtTheHeadIsOnEveryMember) {
   for (uint32_t m : members_) {
     EXPECT_EQ(cl_.stat(ref(m)).status().code(), Code::kNotFound) << "target " << m;
   }
+}
+
+TEST_F(OdsChainTest, AFallocateAtTheHeadZeroesEveryMembersCopy) {
+  auto d = pattern((2 << 20) + 12345, 8);
+  ASSERT_TRUE(cl_.write(ref(members_[0]), 0, d).ok());
+  pb::FallocateRequest fq;
+  *fq.mutable_ref() = ref(members_[0]);
+  fq.set_offset(1 << 20);
+  fq.set_length(300000);
+  fq.set_mode(pb::FALLOCATE_ZERO);
+  fq.set_keep_size(true);
+  pb::FallocateReply fa;
+  Status st = cl_.client(members_[0]).channel().call<pb::OdsFallocate>(fq, &fa);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::fill(d.begin() + (1 << 20), d.begin() + (1 << 20) + 300000, std::byte{0});
+  expect_identical(d.size(), &d);
 }
 
 TEST_F(OdsChainTest, OverlappingConcurrentWritesEndIdenticalOnEveryMember) {
