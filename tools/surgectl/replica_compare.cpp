@@ -22,6 +22,7 @@ namespace ods = proto::ods;
 namespace {
 
 constexpr uint32_t kPageEntries = 1024;
+constexpr uint64_t kReadBytes = 1 << 20;  // per OdsRead of a copy
 
 using Key = std::tuple<uint64_t, uint32_t, uint32_t>;  // ino, slot, position
 
@@ -116,6 +117,51 @@ Result<std::optional<ods::ChunkState>> list_one(const Member& m, const pb::Chain
   return std::optional<ods::ChunkState>(c);
 }
 
+// Reads [off, off + len) of a chunk from one member (OdsRead naming it).
+Result<std::string> read_copy(const Member& m, const pb::Chain& chain, const Key& k, uint64_t off,
+                              uint64_t len) {
+  ods::ReadRequest req;
+  *req.mutable_ref() = ref_for(m, chain);
+  req.mutable_ref()->set_ino(std::get<0>(k));
+  req.mutable_ref()->set_slot(std::get<1>(k));
+  req.mutable_ref()->set_position(std::get<2>(k));
+  req.set_offset(off);
+  req.set_length(len);
+  std::string buf(len, '\0');
+  net::BulkRegion region{buf.data(), len, net::BulkAccess::kServerPush};
+  ods::ReadReply resp;
+  Status st = m.channel->call<ods::OdsRead>(req, &resp, std::span<const net::BulkRegion>(&region, 1));
+  if (!st.ok()) {
+    return st.WithContext("reading ino " + std::to_string(std::get<0>(k)) + " slot " +
+                          std::to_string(std::get<1>(k)) + " position " +
+                          std::to_string(std::get<2>(k)) + " of chain " +
+                          std::to_string(chain.chain_id()) + " at " + std::to_string(off) +
+                          " on " + m.who());
+  }
+  buf.resize(std::min<uint64_t>(resp.length(), len));
+  return buf;
+}
+
+// Reads every member's copy of a chunk of `size` bytes and compares them
+// byte for byte; the offset of the first byte that differs, or nullopt.
+Result<std::optional<uint64_t>> first_difference(const std::vector<Member>& members,
+                                                 const pb::Chain& chain, const Key& k,
+                                                 uint64_t size) {
+  for (uint64_t off = 0; off < size; off += kReadBytes) {
+    const uint64_t len = std::min(kReadBytes, size - off);
+    SURGE_ASSIGN_OR_RETURN(std::string first, read_copy(members[0], chain, k, off, len));
+    for (size_t i = 1; i < members.size(); ++i) {
+      SURGE_ASSIGN_OR_RETURN(std::string other, read_copy(members[i], chain, k, off, len));
+      const size_t n = std::min(first.size(), other.size());
+      for (size_t b = 0; b < n; ++b) {
+        if (first[b] != other[b]) return std::optional<uint64_t>(off + b);
+      }
+      if (first.size() != other.size()) return std::optional<uint64_t>(off + n);
+    }
+  }
+  return std::optional<uint64_t>();
+}
+
 // "" when every copy agrees, else what differs first.
 std::string difference(const std::vector<ChunkCopy>& copies) {
   for (const auto& c : copies) {
@@ -151,10 +197,13 @@ std::string chain_text(const ChainCompareResult& r) {
   if (r.corrupt) return s + "CORRUPT COPY: " + r.error + "\n";
   if (!r.compared) return s + "NOT COMPARED: " + r.error + "\n";
   s += std::to_string(r.chunks_compared) + " chunks, " + std::to_string(r.bytes_compared) +
-       " bytes compared, " + std::to_string(r.mismatches.size()) + " differ\n";
+       " bytes compared (" + std::to_string(r.bytes_read) + " read), " +
+       std::to_string(r.mismatches.size()) + " differ\n";
   for (const auto& m : r.mismatches) {
     s += "  replicas differ (" + m.what + "): chunk " + chunk_name(m) + " of chain " +
-         std::to_string(r.chain_id) + ":";
+         std::to_string(r.chain_id);
+    if (m.what == "bytes") s += " first at byte " + std::to_string(m.first_differing_byte);
+    s += ":";
     for (const auto& c : m.copies) {
       char buf[256];
       if (!c.present) {
@@ -199,6 +248,8 @@ std::string chain_compare_json(const ChainCompareResult& r) {
   s += num(r.chunks_compared);
   s += ",\"bytes_compared\":";
   s += num(r.bytes_compared);
+  s += ",\"bytes_read\":";
+  s += num(r.bytes_read);
   s += ",\"differ\":[";
   for (size_t i = 0; i < r.mismatches.size(); ++i) {
     const auto& m = r.mismatches[i];
@@ -211,7 +262,9 @@ std::string chain_compare_json(const ChainCompareResult& r) {
     s += num(m.position);
     s += ",\"what\":\"";
     s += m.what;
-    s += "\",\"copies\":[";
+    s += "\",\"first_differing_byte\":";
+    s += num(m.first_differing_byte);
+    s += ",\"copies\":[";
     for (size_t j = 0; j < m.copies.size(); ++j) {
       const auto& c = m.copies[j];
       if (j) s += ",";
@@ -246,7 +299,7 @@ std::string chunk_name(const ReplicaMismatch& m) {
 
 ChainCompareResult compare_chain(const pb::Chain& chain, const pb::ClusterMap& map,
                                  const std::string& cluster_key,
-                                 std::chrono::milliseconds call_timeout) {
+                                 std::chrono::milliseconds call_timeout, bool compare_bytes) {
   ChainCompareResult r;
   r.chain_id = chain.chain_id();
   r.chain_version = chain.version();
@@ -319,8 +372,21 @@ ChainCompareResult compare_chain(const pb::Chain& chain, const pb::ClusterMap& m
     }
     for (const auto& c : copies) r.bytes_compared += c.size;
     std::string diff = difference(copies);
+    std::optional<uint64_t> at;
+    if (diff.empty() && compare_bytes && copies.front().size > 0) {
+      auto d = first_difference(members, chain, k, copies.front().size);
+      if (!d.ok()) {
+        r.error = d.status().ToString();
+        r.corrupt = d.status().code() == Code::kCorruption;
+        return r;
+      }
+      r.bytes_read += copies.front().size * members.size();
+      at = *d;
+      if (at) diff = "bytes";
+    }
     if (diff.empty()) continue;
     ReplicaMismatch mm;
+    if (at) mm.first_differing_byte = *at;
     std::tie(mm.ino, mm.slot, mm.position) = k;
     mm.what = std::move(diff);
     mm.copies = std::move(copies);

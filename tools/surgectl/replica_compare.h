@@ -2,7 +2,10 @@
 // replicas chain, lists the chunks every SERVING member holds
 // (OdsListChunks with CRCs: each member reads its whole copy and returns
 // the CRC32C of its bytes) and compares, chunk by chunk, that every member
-// holds it with the same version, size and content CRC. A copy whose
+// holds it with the same version, size and content CRC; then (compare
+// bytes) reads every member's copy of each chunk that agrees on all that
+// (OdsRead naming the member, 1 MiB at a time) and compares it byte for
+// byte. A copy whose
 // blocks fail their own stored CRCs cannot be listed: that is reported as
 // corruption of that member's copy. Read-only. Meant
 // for a quiet cluster: a chunk written while the scrub lists it can differ
@@ -36,7 +39,10 @@ struct ReplicaMismatch {
   uint64_t ino = 0;
   uint32_t slot = 0;
   uint32_t position = 0;
-  std::string what;              // "crc", "size", "version", "missing", "incomplete" (first found)
+  // "missing", "incomplete", "version", "size", "crc" (first found), or
+  // "bytes": they agree on all that but a byte read back differs.
+  std::string what;
+  uint64_t first_differing_byte = 0;  // "bytes"
   std::vector<ChunkCopy> copies;  // one per compared member, chain order
 };
 
@@ -52,6 +58,7 @@ struct ChainCompareResult {
   bool corrupt = false;
   uint64_t chunks_compared = 0;
   uint64_t bytes_compared = 0;    // sum of the sizes of every copy listed
+  uint64_t bytes_read = 0;        // of the copies read back to compare bytes
   std::vector<ReplicaMismatch> mismatches;
 };
 
@@ -63,7 +70,7 @@ bool is_replicated(const proto::mds::Chain& chain);
 // with fewer than 2 SERVING members is not compared (error says why).
 ChainCompareResult compare_chain(const proto::mds::Chain& chain,
                                  const proto::mds::ClusterMap& map, const std::string& cluster_key,
-                                 std::chrono::milliseconds call_timeout);
+                                 std::chrono::milliseconds call_timeout, bool compare_bytes);
 
 // "ino 12 slot 0 position 0"
 std::string chunk_name(const ReplicaMismatch& m);

@@ -2,7 +2,7 @@
 //   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | chains | df
 //   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N] | getstripe PATH
 //   surgectl ... drain TARGET_ID | undrain TARGET_ID   (or drain --off)
-//   surgectl ... scrub [--target ID]
+//   surgectl ... scrub [--target ID] [--crc-only]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
 // Paths are inside the file system ("/dir"), not mount paths.
 //
@@ -188,7 +188,7 @@ int set_drain(surge::tools::ClusterAdmin& admin, uint32_t id, bool draining, boo
 }
 
 int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t target,
-          int slice_timeout_s, bool json) {
+          int slice_timeout_s, bool crc_only, bool json) {
   auto m = admin.cluster_map();
   if (!m.ok()) return fail(m.status());
   std::vector<pb::TargetInfo> chosen;
@@ -245,7 +245,7 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
       if (!member) continue;
     }
     chains.push_back(
-        surge::tools::compare_chain(c, *m, key, std::chrono::seconds(slice_timeout_s)));
+        surge::tools::compare_chain(c, *m, key, std::chrono::seconds(slice_timeout_s), !crc_only));
   }
   uint64_t differ = 0, chunks_compared = 0;
   int uncompared = 0;
@@ -378,6 +378,10 @@ int main(int argc, char** argv) {
                                        "scrubbed or a chain compared; 1: could not start");
   scrub_cmd->add_option("--target", scrub_target,
                         "only this target id (tried even when marked down)");
+  bool crc_only = false;
+  scrub_cmd->add_flag("--crc-only", crc_only,
+                      "compare replicas by version, size and CRC32C only; do not read every "
+                      "copy back to compare it byte for byte");
   scrub_cmd
       ->add_option("--slice-timeout", slice_timeout_s,
                    "seconds one slice of 4096 directories may take")
@@ -410,7 +414,7 @@ int main(int argc, char** argv) {
     }
     if (drain->parsed()) return set_drain(*admin, drain_id, !drain_off, json);
     if (undrain->parsed()) return set_drain(*admin, drain_id, false, json);
-    return scrub(*admin, *key, scrub_target, slice_timeout_s, json);
+    return scrub(*admin, *key, scrub_target, slice_timeout_s, crc_only, json);
   }
 
   surge::ClientOptions o;
