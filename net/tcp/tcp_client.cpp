@@ -7,6 +7,13 @@
 // Pushed bytes land straight in the caller's region, bounds-checked against
 // the descriptors of that pending call; bytes for a call that is unknown or
 // abandoned (timed out) are read and dropped.
+//
+// A server over its limits on connections in the handshake
+// (net/preauth_limits.h) refuses at once with a GoAway(Unavailable) before
+// its challenge. That server is busy, not broken: many processes of one
+// host starting at once meet it. connect_tcp tries again after a short,
+// growing, randomised pause until the connect deadline. A reset or close
+// instead is a server that died or is stopping: reported at once.
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,6 +22,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <random>
+#include <thread>
 
 #include "common/log.h"
 #include "net/auth.h"
@@ -243,10 +252,11 @@ Status recv_handshake(int fd, std::byte* dst, size_t len,
   return Status::OK();
 }
 
-// Reads one handshake frame; a GoAway becomes its status.
+// Reads one handshake frame; a GoAway becomes its status (and sets
+// *goaway, if given).
 Result<FrameHeader> read_handshake_frame(int fd, std::string& body,
                                          std::chrono::steady_clock::time_point deadline,
-                                         const std::string& peer) {
+                                         const std::string& peer, bool* goaway = nullptr) {
   std::byte hdr[kFrameHeaderSize];
   SURGE_RETURN_IF_ERROR(recv_handshake(fd, hdr, sizeof hdr, deadline, peer));
   SURGE_ASSIGN_OR_RETURN(FrameHeader h, decode_header({hdr, sizeof hdr}));
@@ -258,6 +268,7 @@ Result<FrameHeader> read_handshake_frame(int fd, std::string& body,
   SURGE_RETURN_IF_ERROR(
       recv_handshake(fd, reinterpret_cast<std::byte*>(body.data()), body.size(), deadline, peer));
   if (h.type == FrameType::kGoAway) {
+    if (goaway != nullptr) *goaway = true;
     return Status(static_cast<Code>(h.status), "server " + peer + " refused us: " + body);
   }
   return h;
@@ -297,13 +308,22 @@ Status send_handshake_frame(int fd, FrameType type, const void* body, size_t len
 }
 
 // The client half of the handshake (net/auth.h). Returns the credits.
+// *refused: the server was busy, a GoAway(Unavailable) before its
+// challenge (see the top).
 Result<uint32_t> handshake(int fd, const std::string& key,
                            std::chrono::steady_clock::time_point deadline,
-                           const std::string& peer) {
+                           const std::string& peer, bool* refused) {
   Nonce nc = make_nonce();
-  SURGE_RETURN_IF_ERROR(send_handshake_frame(fd, FrameType::kHello, nc.data(), nc.size(), peer));
   std::string body;
-  SURGE_ASSIGN_OR_RETURN(FrameHeader h, read_handshake_frame(fd, body, deadline, peer));
+  Status sent = send_handshake_frame(fd, FrameType::kHello, nc.data(), nc.size(), peer);
+  bool goaway = false;
+  Result<FrameHeader> first = sent;
+  if (sent.ok()) first = read_handshake_frame(fd, body, deadline, peer, &goaway);
+  if (!first.ok()) {
+    *refused = goaway && first.status().code() == Code::kUnavailable;
+    return first.status();
+  }
+  FrameHeader h = *first;
   if (h.type != FrameType::kChallenge || body.size() != kChallengeBodySize) {
     return Status::ProtocolError("server " + peer + " sent no valid challenge");
   }
@@ -326,12 +346,45 @@ Result<uint32_t> handshake(int fd, const std::string& key,
   return credits;
 }
 
+// One try at each resolved address in turn; *refused as handshake() says.
+Result<std::unique_ptr<ClientTransport>> connect_once(
+    asio::io_context& io, const tcp::resolver::results_type& results,
+    const ClientTransportOptions& options, const std::shared_ptr<ClientCallTableBase>& table,
+    std::chrono::steady_clock::time_point deadline, const std::string& peer, bool* refused) {
+  Status last;
+  for (const auto& entry : results) {
+    tcp::socket socket(io);
+    last = connect_with_deadline(socket, entry.endpoint(), deadline, peer);
+    if (!last.ok()) continue;
+    int fd = socket.native_handle();
+    tune_socket(fd, peer);
+    Result<uint32_t> credits = handshake(fd, options.cluster_key, deadline, peer, refused);
+    if (!credits.ok()) return credits.status();
+    auto conn = std::make_shared<ClientConn>(io, std::move(socket), peer, table);
+    conn->start();
+    return std::unique_ptr<ClientTransport>(
+        std::make_unique<TcpClientTransport>(std::move(conn), *credits));
+  }
+  return last;
+}
+
+// The pause before try `n` (2, 3, ...) after a refusal: 2 ms doubling up to
+// 128 ms, each a random 50-100% of that so refused peers do not come back
+// in step.
+std::chrono::microseconds retry_pause(int n) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const int64_t ceiling_us = int64_t{2000} << std::min(n - 2, 6);
+  std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
+  return std::chrono::microseconds(pick(rng));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOptions& options,
                                                      std::shared_ptr<ClientCallTableBase> table) {
   const std::string peer = options.endpoint.to_string();
-  auto deadline = std::chrono::steady_clock::now() + options.connect_timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options.connect_timeout;
   asio::io_context& io = IoPool::client_pool().next();
   boost::system::error_code ec;
   tcp::resolver resolver(io);
@@ -340,21 +393,20 @@ Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOption
   if (ec || results.empty()) {
     return Status::Unavailable("cannot resolve " + peer + ": " + ec.message());
   }
-  Status last;
-  for (const auto& entry : results) {
-    tcp::socket socket(io);
-    last = connect_with_deadline(socket, entry.endpoint(), deadline, peer);
-    if (!last.ok()) continue;
-    int fd = socket.native_handle();
-    tune_socket(fd, peer);
-    Result<uint32_t> credits = handshake(fd, options.cluster_key, deadline, peer);
-    if (!credits.ok()) return credits.status();
-    auto conn = std::make_shared<ClientConn>(io, std::move(socket), peer, std::move(table));
-    conn->start();
-    return std::unique_ptr<ClientTransport>(
-        std::make_unique<TcpClientTransport>(std::move(conn), *credits));
+  for (int n = 1;; ++n) {
+    bool refused = false;
+    auto t = connect_once(io, results, options, table, deadline, peer, &refused);
+    if (t.ok() || !refused) return t;
+    const auto pause = retry_pause(n + 1);
+    if (std::chrono::steady_clock::now() + pause >= deadline) {
+      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      return t.status().WithContext("refused " + std::to_string(n) + " times in " +
+                                    std::to_string(spent.count()) + " ms (connect timeout " +
+                                    std::to_string(options.connect_timeout.count()) + " ms)");
+    }
+    std::this_thread::sleep_for(pause);
   }
-  return last;
 }
 
 }  // namespace surge::net::tcp

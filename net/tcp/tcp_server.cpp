@@ -503,7 +503,15 @@ class TcpServerTransport final : public ServerTransport {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = 2;
-    (void)::sendmsg(socket.native_handle(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const int fd = socket.native_handle();
+    (void)::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    // The GoAway, then our FIN; and what the peer sent already (its hello)
+    // read, so the close does not turn into a reset that could beat the
+    // GoAway to the client (a refused client retries only on the GoAway).
+    ::shutdown(fd, SHUT_WR);
+    char drop[kHandshakeReadBufferSize];
+    for (int i = 0; i < 4 && ::recv(fd, drop, sizeof drop, MSG_DONTWAIT) > 0; ++i) {
+    }
     boost::system::error_code ec;
     socket.close(ec);
     const uint64_t n = refused_.fetch_add(1) + 1;
