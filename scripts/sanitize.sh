@@ -75,6 +75,15 @@ run_kind() {
     done
     rc=1
   fi
+  # gcc's UBSan beside ASan ignores log_path and writes to stderr: a test
+  # binary's report is in ctest's log (a daemon's only in its own log, so
+  # it fails the run when its test notices the daemon exiting).
+  local ctest_log="$build/Testing/Temporary/LastTest.log"
+  if [ -f "$ctest_log" ] && grep -q "runtime error:" "$ctest_log"; then
+    echo "sanitize: $kind: UBSan reports in $ctest_log:"
+    grep -m 20 -A 4 "runtime error:" "$ctest_log"
+    rc=1
+  fi
   if [ $rc -ne 0 ]; then
     echo "sanitize: $kind FAILED"
     return 1
