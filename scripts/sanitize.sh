@@ -11,9 +11,10 @@
 #   bash scripts/sanitize.sh tsan -R net_  # extra args replace the default slice
 #
 # A finding fails the run, in the test binaries and in every daemon they
-# start: ASan, UBSan (-fno-sanitize-recover) and TSan halt the process, and
-# each writes its report to <build>/sanitizer-logs/, which must stay empty
-# (a daemon's exit status is not always what a test looks at).
+# start: ASan, UBSan (-fno-sanitize-recover) and TSan halt the process.
+# ASan and TSan write their report to <build>/sanitizer-logs/, which must
+# stay empty (a daemon's exit status is not always what a test looks at);
+# gcc's UBSan writes to stderr only, caught in ctest's log (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD"
