@@ -19,6 +19,8 @@ PACKAGES=(
   fio iperf3 perftest python3 attr rsync ansible-core psmisc procps util-linux e2fsprogs
   # the Soft-RoCE VM the RDMA tests run in
   qemu-system-x86 linux-image-amd64 busybox-static iproute2 cpio kmod
+  # the deploy tests: packages (cpack, dpkg-shlibdeps, readelf)
+  dpkg-dev binutils openssl
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
+#include "surge/status.h"
 
 namespace surge {
 
