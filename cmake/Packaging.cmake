@@ -1,6 +1,6 @@
 # `cmake --install` and `cpack -G DEB`: four Debian packages, one per kind of
 # host or user (docs in README.md, "Packages"):
-#   surge-server   surge-mds, surge-ods, /etc/surge/*.toml (conffiles)
+#   surge-server   surge-mds, surge-ods, /etc/surge/*.toml (conffiles), units
 #   surge-client   surge-fuse, mount.surge, surgectl, surge-bench
 #   libsurge0      libsurge.so.0 (the native client library)
 #   libsurge-dev   <surge/*.h>, libsurge.so, surge.pc, find_package(Surge)
@@ -18,6 +18,8 @@ include(CMakePackageConfigHelpers)
 install(TARGETS surge-mds surge-ods RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
 # Absolute: the shipped configs are the files the units start the daemons with.
 install(FILES mds/surge-mds.toml ods/surge-ods.toml DESTINATION /etc/surge COMPONENT server)
+install(FILES mds/surge-mds.service ods/surge-ods.service
+        DESTINATION /lib/systemd/system COMPONENT server)
 
 # --- surge-client
 install(TARGETS surge-fuse surgectl surge-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT client)
@@ -56,10 +58,16 @@ set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://example.invalid/surge")
 
 set(CPACK_DEBIAN_SERVER_PACKAGE_NAME surge-server)
 set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION admin)
-set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "ibverbs-providers")
+set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "ibverbs-providers, systemd")
 set(CPACK_COMPONENT_SERVER_DESCRIPTION
-  "Surge parallel file system: metadata and object data servers\n surge-mds (namespace on RocksDB) and surge-ods (object store), their\n configuration under /etc/surge.")
-set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/package/server/conffiles)
+  "Surge parallel file system: metadata and object data servers\n surge-mds (namespace on RocksDB) and surge-ods (object store), their\n configuration under /etc/surge and systemd units (surge-mds, surge-ods).")
+# The maintainer scripts reload systemd; units are enabled by the admin
+# (or Ansible), never started by installing the package.
+set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA
+  ${PROJECT_SOURCE_DIR}/cmake/package/server/conffiles
+  ${PROJECT_SOURCE_DIR}/cmake/package/server/postinst
+  ${PROJECT_SOURCE_DIR}/cmake/package/server/prerm
+  ${PROJECT_SOURCE_DIR}/cmake/package/server/postrm)
 
 set(CPACK_DEBIAN_CLIENT_PACKAGE_NAME surge-client)
 set(CPACK_DEBIAN_CLIENT_PACKAGE_SECTION admin)

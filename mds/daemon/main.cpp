@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "common/metrics_endpoint.h"
+#include "common/systemd_notify.h"
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
@@ -149,6 +150,8 @@ int run(const MdsConfig& cfg) {
             (*server)->address(), cfg.worker_threads, dd->formatted ? ", newly formatted" : "");
   std::printf("surge-mds listening on %s fs %s\n", (*server)->address().c_str(), fsid);
   std::fflush(stdout);
+  // Type=notify units: systemd counts the daemon started from here on.
+  if (Status st = notify_systemd("READY=1"); !st.ok()) SLOG_WARN("surge-mds: {}", st.ToString());
 
   sigset_t set;
   sigemptyset(&set);
@@ -157,6 +160,7 @@ int run(const MdsConfig& cfg) {
   int sig = 0;
   sigwait(&set, &sig);
   SLOG_INFO("surge-mds: signal {}, stopping", sig);
+  if (Status st = notify_systemd("STOPPING=1"); !st.ok()) SLOG_WARN("surge-mds: {}", st.ToString());
   if (metrics_http) metrics_http->stop();
   (*server)->stop();
   collector.stop();

@@ -20,6 +20,7 @@
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
 #include "common/metrics_endpoint.h"
+#include "common/systemd_notify.h"
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
@@ -135,6 +136,8 @@ int run(const OdsConfig& cfg) {
             cfg.io_threads, cfg.worker_threads, cfg.pool_1m_buffers);
   std::printf("surge-ods listening on %s target %u\n", address.c_str(), mds ? mds->target_id() : 0u);
   std::fflush(stdout);
+  // Type=notify units: systemd counts the daemon started from here on.
+  if (Status st = notify_systemd("READY=1"); !st.ok()) SLOG_WARN("surge-ods: {}", st.ToString());
 
   sigset_t set;
   sigemptyset(&set);
@@ -143,6 +146,7 @@ int run(const OdsConfig& cfg) {
   int sig = 0;
   sigwait(&set, &sig);
   SLOG_INFO("surge-ods: signal {}, stopping", sig);
+  if (Status st = notify_systemd("STOPPING=1"); !st.ok()) SLOG_WARN("surge-ods: {}", st.ToString());
   if (mds) mds->stop();
   chains.on_change(nullptr);
   resync.stop();
