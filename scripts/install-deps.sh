@@ -19,8 +19,10 @@ PACKAGES=(
   fio iperf3 perftest python3 attr rsync ansible-core psmisc procps util-linux e2fsprogs
   # the Soft-RoCE VM the RDMA tests run in
   qemu-system-x86 linux-image-amd64 busybox-static iproute2 cpio kmod
-  # the deploy tests: packages (cpack, dpkg-shlibdeps, readelf)
-  dpkg-dev binutils openssl
+  # the deploy tests: packages (cpack, dpkg-shlibdeps, readelf), Debian 12 VMs from
+  # debootstrap (booting the kernel and busybox above), Ansible over ssh into them,
+  # ansible-lint
+  dpkg-dev binutils openssl debootstrap qemu-utils openssh-client ansible-lint
 )
 
 if [ "$(id -u)" -ne 0 ]; then
