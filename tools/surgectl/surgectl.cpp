@@ -4,7 +4,8 @@
 //   surgectl ... drain TARGET_ID | undrain TARGET_ID   (or drain --off)
 //   surgectl ... scrub [--target ID] [--crc-only]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
-// Paths are inside the file system ("/dir"), not mount paths.
+// PATH / DIR: a path under a Surge mount (/mnt/surge/dir) or a path in
+// the Surge namespace (/dir); see mount_path.h.
 //
 // Exit status: 0 success; 1 an error (message on stderr naming what
 // failed). scrub: 3 when corruption was found or the replicas of a chunk
@@ -24,6 +25,7 @@
 #include "surge/client.h"
 #include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
+#include "tools/surgectl/mount_path.h"
 #include "tools/surgectl/replica_compare.h"
 #include "tools/surgectl/target_scrub.h"
 
@@ -442,8 +444,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (setstripe->parsed() || getstripe->parsed()) {
-    auto a = cl.stat(path);
-    if (!a.ok()) return fail(a.status());
+    auto where = surge::tools::resolve_surge_path(path);
+    if (!where.ok()) return fail(where.status());
+    auto a = cl.stat(where->ns_path);
+    if (!a.ok()) {
+      if (where->mount_point.empty() && a.status().code() == surge::Code::kNotFound) {
+        return fail(surge::tools::not_a_surge_path(path, a.status()));
+      }
+      return fail(a.status().WithContext("path " + path + " (" + where->ns_path +
+                                         " in the Surge mount at " + where->mount_point + ")"));
+    }
     auto key = surge::net::load_cluster_key(key_file);
     if (!key.ok()) return fail(key.status());
     auto admin = surge::tools::ClusterAdmin::Connect(mds, *key, std::chrono::milliseconds(5000));
