@@ -169,7 +169,8 @@ Status LocalCluster::start_mds() {
   {
     std::ofstream f(conf);
     f << "[orphans]\ninterval_ms = 200\nstartup_grace_ms = 1000\n"
-      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = 3000\n";
+      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = 3000\n"
+      << cfg_.mds_toml;
   }
   SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", {bin, "--config", conf, "--data-dir", dir_ + "/mds", "--listen",
                                                  addr(mds_port_), "--cluster-key-file",
@@ -192,6 +193,8 @@ Status LocalCluster::start_ods(int i) {
                                  "--log-level", "info", "--pool-1m-buffers", "16"}));
   return wait_port(name, ods_pids_[i], ods_ports_[i], scaled(15000));
 }
+
+std::string LocalCluster::ods_address(int i) const { return addr(ods_ports_[static_cast<size_t>(i)]); }
 
 Status LocalCluster::kill_ods(int i) {
   stop_proc(ods_pids_[i]);

@@ -25,6 +25,9 @@ struct ClusterConfig {
   uint32_t stripe_size = 0;
   uint32_t stripe_count = 0;
   std::string client_io_timeout_ms = "3000";
+  // Appended to the MDS's config file (TOML sections of its own, e.g.
+  // "[chains]\nreplace_after_ms = 4000\n").
+  std::string mds_toml;
 };
 
 // The layout most client suites use: 64 KiB stripes over 3 data servers,
@@ -48,6 +51,8 @@ class LocalCluster {
   std::string mds_address() const;
   std::string ods_dir(int i) const;
   pid_t ods_pid(int i) const { return ods_pids_[static_cast<size_t>(i)]; }
+  // The address data server i listens on (as it registers with the MDS).
+  std::string ods_address(int i) const;
   pid_t mds_pid() const { return mds_pid_; }
   // The surge-fuse of a mount made by mount(); -1 if none.
   pid_t mount_pid(const std::string& mountpoint) const;
