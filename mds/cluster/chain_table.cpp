@@ -326,7 +326,7 @@ uint32_t ChainTable::replacement_for(const pb::Chain& c, const std::map<uint32_t
   uint32_t best = 0;
   std::tuple<uint32_t, uint64_t> best_key{};
   for (const auto& [id, v] : t) {
-    if (!v.placeable() || has_member(c, id)) continue;
+    if (!v.can_join() || has_member(c, id)) continue;
     const uint32_t load = memberships(id) + extra[id];
     // fewest memberships first, then most free space
     std::tuple<uint32_t, uint64_t> key{load, ~v.free_bytes};
@@ -344,6 +344,10 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
   auto alive = [&](uint32_t id) {
     auto it = t.find(id);
     return it != t.end() && it->second.alive;
+  };
+  auto heard = [&](uint32_t id) {
+    auto it = t.find(id);
+    return it != t.end() && it->second.alive && it->second.heard;
   };
   auto draining = [&](uint32_t id) {
     auto it = t.find(id);
@@ -382,13 +386,13 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
   // 2. Nobody serves: only the last member to serve may come back serving.
   if (count_state(c, pb::MEMBER_SERVING) == 0) {
     uint32_t back = 0;
-    if (c.last_serving_target() != 0 && alive(c.last_serving_target())) {
+    if (c.last_serving_target() != 0 && heard(c.last_serving_target())) {
       back = c.last_serving_target();
     } else if (c.last_serving_target() == 0 || member_of(c, c.last_serving_target()) == nullptr) {
       // No record of who served last (it left the chain): the first alive
       // member is the best copy there is.
       for (const auto& m : c.members()) {
-        if (alive(m.target_id())) {
+        if (heard(m.target_id())) {
           back = m.target_id();
           break;
         }
@@ -422,7 +426,7 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
 
   // 4. A returning member resyncs at the tail.
   for (const auto& m : c.members()) {
-    if (m.state() != pb::MEMBER_OFFLINE || !alive(m.target_id())) continue;
+    if (m.state() != pb::MEMBER_OFFLINE || !heard(m.target_id())) continue;
     const uint32_t back = m.target_id();
     pb::ChainMember* mm = member_of(c, back);
     mm->set_state(pb::MEMBER_SYNCING);

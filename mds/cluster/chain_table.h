@@ -35,7 +35,13 @@ struct TargetView {
   bool draining = false;
   bool full = false;       // free space below the floor
   uint64_t free_bytes = 0;
+  // Heard from (registered or heartbeated) since this MDS started. A
+  // restarted MDS assumes its targets alive until the timeout says
+  // otherwise, so new files place at once; but a chain takes back a member
+  // it lost, or a newcomer, only once that target has been heard.
+  bool heard = true;
   bool placeable() const { return alive && !draining && !full; }
+  bool can_join() const { return placeable() && heard; }
 };
 
 // The width a chain is formed for: replicas N, or EC K + M.
@@ -112,7 +118,7 @@ class ChainTable {
   void touch(uint32_t chain_id);
   void finish();
   bool placeable(const proto::mds::Chain& c, const std::map<uint32_t, TargetView>& t) const;
-  // A target for chain c: placeable, not in c, fewest memberships (counting
+  // A target for chain c: placeable and heard, not in c, fewest memberships (counting
   // `extra`), most free; 0 when none.
   uint32_t replacement_for(const proto::mds::Chain& c, const std::map<uint32_t, TargetView>& t,
                            std::map<uint32_t, uint32_t>& extra) const;

@@ -88,6 +88,7 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
   t.set_free_bytes(req.free_bytes());
   t.set_state(alive_state(t));
   t.set_last_heartbeat_ms(now_ms());
+  heard_.insert(id);
   if (changed) ++version_;
   if (first_time) {
     std::vector<uint32_t> ids;
@@ -121,11 +122,16 @@ Result<proto::mds::TargetHeartbeatReply> ClusterMap::heartbeat(
   t.set_capacity_bytes(req.capacity_bytes());
   t.set_free_bytes(req.free_bytes());
   t.set_last_heartbeat_ms(now_ms());
+  const bool first_heard = heard_.insert(t.target_id()).second;
   if (t.state() == proto::mds::TARGET_DOWN) {
     t.set_state(alive_state(t));
     ++version_;
     SLOG_INFO("target {} at {} is up again, map version {}", t.target_id(), t.address(), version_);
     reconcile_chains_locked(now_ms());
+    SURGE_RETURN_IF_ERROR(persist_locked(nullptr));
+  } else if (first_heard && reconcile_chains_locked(now_ms())) {
+    // First word from it since the MDS started: chains waiting for it may
+    // take it back now.
     SURGE_RETURN_IF_ERROR(persist_locked(nullptr));
   }
   proto::mds::TargetHeartbeatReply r;

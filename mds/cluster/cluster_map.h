@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,7 @@ class ClusterMap {
   mutable std::mutex mu_;
   std::map<uint32_t, proto::mds::TargetInfo> targets_;
   std::map<uint32_t, int64_t> rr_credit_;  // smooth weighted round robin state
+  std::set<uint32_t> heard_;  // targets that registered or heartbeated since start
   uint32_t next_id_ = 1;
   uint64_t version_ = 1;
   ChainTable chains_;

@@ -19,6 +19,7 @@ std::vector<TargetView> ClusterMap::views_locked() const {
     tv.draining = t.draining();
     tv.full = t.free_bytes() < opts_.min_free_bytes;
     tv.free_bytes = t.free_bytes();
+    tv.heard = heard_.count(id) != 0;
     v.push_back(tv);
   }
   return v;

@@ -259,6 +259,43 @@ TEST_F(ChainLayoutTest, ReturningTargetResyncsAndServesWhenItsSourceSaysDone) {
   }
 }
 
+// A restarted MDS assumes every target alive until the heartbeat timeout
+// says otherwise (so new files place at once), but a member its chains
+// lost stays OFFLINE until that target is heard from again: the absence
+// clock keeps running and no dead target is made SYNCING.
+TEST_F(ChainLayoutTest, AnOfflineMemberStaysOfflineAcrossAnMdsRestartUntilHeard) {
+  auto d = mkdir(kRoot, "restart");
+  ASSERT_TRUE(setstripe(d->ino(), 2).ok());
+  ASSERT_TRUE(create(d->ino(), "f").ok());
+  objects_.dead_addresses.insert("tcp://127.0.0.1:7103");
+  ASSERT_TRUE(map_->report_target_failure(failure_of(3), [this](const std::string& a) {
+                     return objects_.probe(a);
+                   }).ok());
+  auto states_of_3 = [&] {
+    std::multiset<int> s;
+    const auto m = map_->snapshot();
+    for (const auto& c : m.chains().chains()) {
+      for (const auto& m : c.members()) {
+        if (m.target_id() == 3) s.insert(m.state());
+      }
+    }
+    return s;
+  };
+  const auto before = states_of_3();
+  ASSERT_FALSE(before.empty());
+  ASSERT_EQ(before.count(pb::MEMBER_OFFLINE), before.size());
+  register_targets_ = false;
+  reopen();
+  (void)map_->mark_silent_down(ClusterMap::now_ms());  // a pass of the collector loop
+  EXPECT_EQ(states_of_3(), before) << "target 3 was taken back before it was heard from";
+  pb::TargetHeartbeatRequest hb;
+  hb.set_target_id(3);
+  hb.set_address("tcp://127.0.0.1:7103");
+  hb.set_free_bytes(50ull << 30);
+  ASSERT_TRUE(map_->heartbeat(hb).ok());
+  EXPECT_GT(states_of_3().count(pb::MEMBER_SYNCING), 0u) << "heard again, it resyncs";
+}
+
 TEST_F(ChainLayoutTest, DrainedTargetReportsWhenItHoldsNothing) {
   auto d = mkdir(kRoot, "drain");
   ASSERT_TRUE(setstripe(d->ino(), 1).ok());
