@@ -1,7 +1,7 @@
 // surgectl: Surge administration from the command line.
 //   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | chains | df
 //   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N] | getstripe PATH
-//   surgectl ... drain TARGET_ID | undrain TARGET_ID   (or drain --off)
+//   surgectl ... drain TARGET_ID [--wait] | undrain TARGET_ID   (or drain --off)
 //   surgectl ... scrub [--target ID] [--crc-only]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
 // PATH / DIR: a path under a Surge mount (/mnt/surge/dir) or a path in
@@ -25,6 +25,7 @@
 #include "surge/client.h"
 #include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
+#include "tools/surgectl/drain_wait.h"
 #include "tools/surgectl/mount_path.h"
 #include "tools/surgectl/replica_compare.h"
 #include "tools/surgectl/target_scrub.h"
@@ -365,6 +366,9 @@ int main(int argc, char** argv) {
       std::string("mark a data server draining: new files get no stripes on it. ") + kDrainNote);
   drain->add_option("target_id", drain_id, "target id (surgectl targets)")->required();
   drain->add_flag("--off", drain_off, "clear the mark (as undrain)");
+  bool drain_wait = false;
+  drain->add_flag("--wait", drain_wait,
+                  "then wait until the target is in no chain (holds nothing), printing progress");
   auto* undrain = app.add_subcommand(
       "undrain", "clear a data server's draining mark: new files may use it again");
   undrain->add_option("target_id", drain_id, "target id (surgectl targets)")->required();
@@ -414,7 +418,12 @@ int main(int argc, char** argv) {
       surge::tools::print_chains(*m, json);
       return 0;
     }
-    if (drain->parsed()) return set_drain(*admin, drain_id, !drain_off, json);
+    if (drain->parsed()) {
+      const int rc = set_drain(*admin, drain_id, !drain_off, json);
+      if (rc != 0 || drain_off || !drain_wait) return rc;
+      std::fflush(stdout);
+      return surge::tools::wait_drained(*admin, drain_id, json);
+    }
     if (undrain->parsed()) return set_drain(*admin, drain_id, false, json);
     return scrub(*admin, *key, scrub_target, slice_timeout_s, crc_only, json);
   }
