@@ -2,6 +2,8 @@
 #include "mds/cluster/cluster_map.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "common/log.h"
@@ -86,6 +88,7 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
   t.set_address(req.address());
   t.set_capacity_bytes(req.capacity_bytes());
   t.set_free_bytes(req.free_bytes());
+  t.set_filesystem_id(req.filesystem_id());
   t.set_state(alive_state(t));
   t.set_last_heartbeat_ms(now_ms());
   heard_.insert(id);
@@ -121,6 +124,7 @@ Result<proto::mds::TargetHeartbeatReply> ClusterMap::heartbeat(
   }
   t.set_capacity_bytes(req.capacity_bytes());
   t.set_free_bytes(req.free_bytes());
+  if (!req.filesystem_id().empty()) t.set_filesystem_id(req.filesystem_id());
   t.set_last_heartbeat_ms(now_ms());
   const bool first_heard = heard_.insert(t.target_id()).second;
   if (t.state() == proto::mds::TARGET_DOWN) {
@@ -297,8 +301,12 @@ void ClusterMap::space(uint64_t* capacity, uint64_t* free) const {
   std::lock_guard lk(mu_);
   *capacity = 0;
   *free = 0;
+  // Targets on one disk report the same file system: count it once (as
+  // the lowest such target reports it).
+  std::set<std::string> counted;
   for (const auto& [id, t] : targets_) {
     if (t.state() == proto::mds::TARGET_DOWN) continue;
+    if (!t.filesystem_id().empty() && !counted.insert(t.filesystem_id()).second) continue;
     *capacity += t.capacity_bytes();
     *free += t.free_bytes();
   }

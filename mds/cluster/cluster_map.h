@@ -97,7 +97,8 @@ class ClusterMap {
   // Address of a target that is not DOWN; nullopt otherwise.
   std::optional<std::string> live_address(uint32_t target_id) const;
   bool known(uint32_t target_id) const;
-  // Capacity and free bytes over targets that are not DOWN.
+  // Capacity and free bytes over targets that are not DOWN, each file
+  // system once (targets reporting the same filesystem_id share a disk).
   void space(uint64_t* capacity, uint64_t* free) const;
 
   struct StateCounts {

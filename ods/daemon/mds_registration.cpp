@@ -83,6 +83,7 @@ Status MdsRegistration::register_once() {
   req.set_address(options_.advertise);
   req.set_capacity_bytes(s.capacity_bytes);
   req.set_free_bytes(s.free_bytes);
+  req.set_filesystem_id(s.filesystem_id);
   pb::RegisterTargetReply resp;
   Status st = ch->call<pb::MdsRegisterTarget>(req, &resp);
   if (!st.ok()) {
@@ -115,6 +116,7 @@ Status MdsRegistration::heartbeat_once() {
   req.set_address(options_.advertise);
   req.set_capacity_bytes(s.capacity_bytes);
   req.set_free_bytes(s.free_bytes);
+  req.set_filesystem_id(s.filesystem_id);
   req.set_load(load_ ? load_() : 0);
   pb::TargetHeartbeatReply resp;
   Status st = ch->call<pb::MdsTargetHeartbeat>(req, &resp);

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "ods/store/block_checksum.h"
 #include "ods/store/crash_points.h"
+#include "ods/store/filesystem_id.h"
 
 namespace surge::ods {
 namespace {
@@ -776,6 +777,7 @@ Result<StoreStats> ObjectStore::statfs() {
   s.capacity_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
   s.free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   s.objects = objects_.load();
+  SURGE_ASSIGN_OR_RETURN(s.filesystem_id, filesystem_id_of(options_.data_dir));
   return s;
 }
 

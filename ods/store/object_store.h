@@ -59,6 +59,7 @@ struct StoreStats {
   uint64_t capacity_bytes = 0;
   uint64_t free_bytes = 0;
   uint64_t objects = 0;
+  std::string filesystem_id;  // filesystem_id.h: the disk the data dir is on
 };
 
 class ObjectStore {

@@ -116,6 +116,31 @@ TEST_F(ClusterTest, SnapshotListsTargets) {
   EXPECT_EQ(m.version(), map_->version());
 }
 
+TEST_F(ClusterTest, TargetsOnOneFileSystemCountItOnce) {
+  // The fixture's targets 1..3 move onto one disk; a fourth has its own.
+  for (uint32_t id = 1; id <= 3; ++id) {
+    auto r = reg(id, "tcp://127.0.0.1:710" + std::to_string(id));
+    r.set_filesystem_id("node1 dev 8:1 fsid 00000000000000aa");
+    ASSERT_TRUE(map_->register_target(r).ok());
+  }
+  uint64_t capacity = 0, free = 0;
+  map_->space(&capacity, &free);
+  EXPECT_EQ(capacity, 20ull << 30);
+  EXPECT_EQ(free, 10ull << 30);
+  auto other = reg(0, "tcp://127.0.0.1:7104");
+  other.set_filesystem_id("node2 dev 8:1 fsid 00000000000000bb");
+  ASSERT_TRUE(map_->register_target(other).ok());
+  map_->space(&capacity, &free);
+  EXPECT_EQ(capacity, 40ull << 30);
+}
+
+TEST_F(ClusterTest, TargetsThatReportNoFileSystemEachCount) {
+  // Data servers older than filesystem_id: each is its own disk.
+  uint64_t capacity = 0, free = 0;
+  map_->space(&capacity, &free);
+  EXPECT_EQ(capacity, 300ull << 30);  // the fixture's 3 targets of 100 GiB
+}
+
 TEST_F(ClusterTest, SessionOpenCloseAndExpiry) {
   const uint64_t s = sessions_->open_session("host:1");
   ASSERT_TRUE(sessions_->add_open(s, 42).ok());
