@@ -14,6 +14,7 @@ PACKAGES=(
   librocksdb-dev libfuse3-dev fuse3
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core ibverbs-utils
   libssl-dev libisal-dev liburing-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
+  nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # test and benchmark tools
   fio iperf3 perftest python3 attr rsync ansible-core psmisc procps util-linux e2fsprogs

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -33,6 +34,21 @@ class SurgectlTest : public ::testing::Test {
     return sh(std::string(b) + "/tools/surgectl --mds " + cluster_->mds_address() + " --key-file " +
                   cluster_->key_file() + " " + args + " 2>&1",
               out);
+  }
+
+  // Runs surgectl with args; stdout in *out and stderr in *err apart (a
+  // --json document alone on stdout).
+  int surgectl_apart(const std::string& args, std::string* out, std::string* err) {
+    const char* b = std::getenv("SURGE_BUILD_DIR");
+    if (b == nullptr) throw std::runtime_error("SURGE_BUILD_DIR is not set (run through ctest)");
+    const std::string err_file = cluster_->dir() + "/surgectl.stderr";
+    out->clear();
+    const int rc = sh(std::string(b) + "/tools/surgectl --mds " + cluster_->mds_address() +
+                          " --key-file " + cluster_->key_file() + " " + args + " 2>" + err_file,
+                      out);
+    std::ifstream e(err_file);
+    err->assign(std::istreambuf_iterator<char>(e), {});
+    return rc;
   }
 
   // Creates path with `bytes` of data; returns its inode and layout targets.

@@ -44,40 +44,6 @@ std::string sync_text(const pb::Chain& c) {
   return s;
 }
 
-std::string chain_json(const pb::Chain& c) {
-  std::string s = "{\"id\":" + std::to_string(c.chain_id()) +
-                  ",\"version\":" + std::to_string(c.version()) + ",\"scheme\":\"" +
-                  json_escape(scheme_text(c)) + "\",\"health\":\"" + health_name(c.health()) +
-                  "\",\"placement\":" + (c.placement() ? "true" : "false") + ",\"members\":[";
-  for (int i = 0; i < c.members_size(); ++i) {
-    const auto& m = c.members(i);
-    s += std::string(i ? "," : "") + "{\"target\":" + std::to_string(m.target_id()) +
-         ",\"state\":\"" + member_state_name(m.state()) + "\"}";
-  }
-  s += "],\"sync\":[";
-  for (int i = 0; i < c.sync_size(); ++i) {
-    const auto& p = c.sync(i);
-    const uint64_t left = p.bytes_total() > p.bytes_done() ? p.bytes_total() - p.bytes_done() : 0;
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "%s{\"target\":%u,\"source\":%u,\"bytes_total\":%llu,\"bytes_done\":%llu,"
-                  "\"bytes_left\":%llu,\"bytes_per_sec\":%llu,\"chunks_total\":%llu,"
-                  "\"chunks_done\":%llu}",
-                  i ? "," : "", p.target_id(), p.source_target_id(), ull(p.bytes_total()),
-                  ull(p.bytes_done()), ull(left), ull(p.bytes_per_sec()), ull(p.chunks_total()),
-                  ull(p.chunks_done()));
-    s += buf;
-  }
-  s += "],\"moves\":[";
-  for (int i = 0; i < c.moves_size(); ++i) {
-    const auto& mv = c.moves(i);
-    s += std::string(i ? "," : "") + "{\"from\":" + std::to_string(mv.from_target_id()) +
-         ",\"to\":" + std::to_string(mv.to_target_id()) + ",\"reason\":\"" +
-         json_escape(mv.reason()) + "\"}";
-  }
-  return s + "]}";
-}
-
 ChainHealthCounts count_health(const pb::ChainTable& t) {
   ChainHealthCounts n;
   for (const auto& c : t.chains()) {
@@ -99,25 +65,8 @@ std::string health_summary(const ChainHealthCounts& n) {
          std::to_string(n.unavailable) + " unavailable";
 }
 
-std::string health_json(const ChainHealthCounts& n) {
-  return "{\"total\":" + std::to_string(n.total()) + ",\"healthy\":" + std::to_string(n.healthy) +
-         ",\"degraded\":" + std::to_string(n.degraded) +
-         ",\"resyncing\":" + std::to_string(n.resyncing) +
-         ",\"rebuilding\":" + std::to_string(n.rebuilding) +
-         ",\"unavailable\":" + std::to_string(n.unavailable) + "}";
-}
-
-void print_chains(const pb::ClusterMap& m, bool json) {
+void print_chains(const pb::ClusterMap& m) {
   const pb::ChainTable& t = m.chains();
-  if (json) {
-    std::printf("{\"chain_table_version\":%llu,\"health\":%s,\"chains\":[", ull(t.version()),
-                health_json(count_health(t)).c_str());
-    for (int i = 0; i < t.chains_size(); ++i) {
-      std::printf("%s%s", i ? "," : "", chain_json(t.chains(i)).c_str());
-    }
-    std::printf("]}\n");
-    return;
-  }
   std::printf("chain table version %llu, %s\n", ull(t.version()),
               health_summary(count_health(t)).c_str());
   std::printf("%-6s %-12s %-8s %-11s %-5s %s\n", "chain", "scheme", "version", "health", "new",

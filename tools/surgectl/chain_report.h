@@ -1,6 +1,6 @@
 // ChainReport: how surgectl shows chains (surgectl chains, status,
-// getstripe), as text and JSON. Pure formatting of the cluster map's chain
-// table (docs/redundancy.md).
+// getstripe) as text; their JSON is json_output.h's. Pure formatting of
+// the cluster map's chain table (docs/redundancy.md).
 #pragma once
 
 #include <string>
@@ -15,7 +15,6 @@ std::string members_text(const proto::mds::Chain& c);
 std::string scheme_text(const proto::mds::Chain& c);
 // "120 MiB left at 45 MiB/s from target 2" for each syncing member, or "".
 std::string sync_text(const proto::mds::Chain& c);
-std::string chain_json(const proto::mds::Chain& c);
 
 struct ChainHealthCounts {
   int healthy = 0, degraded = 0, resyncing = 0, rebuilding = 0, unavailable = 0;
@@ -24,9 +23,8 @@ struct ChainHealthCounts {
 ChainHealthCounts count_health(const proto::mds::ChainTable& t);
 // "12 chains: 10 healthy, 1 degraded, 1 resyncing, 0 rebuilding, 0 unavailable"
 std::string health_summary(const ChainHealthCounts& n);
-std::string health_json(const ChainHealthCounts& n);
 
-// The whole table: one line per chain, or a JSON document.
-void print_chains(const proto::mds::ClusterMap& m, bool json);
+// The whole table, one line per chain (JSON: json_output.h).
+void print_chains(const proto::mds::ClusterMap& m);
 
 }  // namespace surge::tools

@@ -120,22 +120,4 @@ const char* state_name(pb::TargetState s) {
   }
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o.push_back('\\');
-      o.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x",
-                    static_cast<unsigned>(static_cast<unsigned char>(c)));
-      o += buf;
-    } else {
-      o.push_back(c);
-    }
-  }
-  return o;
-}
-
 }  // namespace surge::tools

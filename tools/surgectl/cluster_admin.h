@@ -43,6 +43,4 @@ const char* member_state_name(proto::mds::ChainMemberState s);
 // "healthy", "degraded", "resyncing", "rebuilding", "unavailable" or "unknown".
 const char* health_name(proto::mds::ChainHealth h);
 
-std::string json_escape(const std::string& s);
-
 }  // namespace surge::tools

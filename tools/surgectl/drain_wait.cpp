@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tools/surgectl/chain_report.h"
+#include "tools/surgectl/json_output.h"
 
 namespace surge::tools {
 
@@ -69,7 +70,7 @@ int wait_drained(ClusterAdmin& admin, uint32_t target_id, bool json) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     if (p.chains == 0) {
       if (json) {
-        std::printf("{\"target\":%u,\"drained\":true,\"seconds\":%.1f}\n", target_id, secs);
+        print_json(drained_json(target_id, secs));
       } else {
         std::printf("target %u (%s) holds no chunk of any chain: drained (%.1f s)\n", target_id,
                     t->address().c_str(), secs);

@@ -74,9 +74,8 @@ ChainCompareResult compare_chain(const proto::mds::Chain& chain,
 
 // "ino 12 slot 0 position 0"
 std::string chunk_name(const ReplicaMismatch& m);
-// surgectl scrub's lines for one chain (each ends in a newline), and its
-// JSON object.
+// surgectl scrub's lines for one chain (each ends in a newline); its JSON
+// object is json_output.h's chain_compare_json.
 std::string chain_text(const ChainCompareResult& r);
-std::string chain_compare_json(const ChainCompareResult& r);
 
 }  // namespace surge::tools

@@ -27,12 +27,14 @@
 #include "tools/surgectl/cluster_admin.h"
 #include "tools/surgectl/drain_wait.h"
 #include "tools/surgectl/mount_path.h"
+#include "tools/surgectl/json_output.h"
 #include "tools/surgectl/replica_compare.h"
+#include "tools/surgectl/space_report.h"
 #include "tools/surgectl/target_scrub.h"
 
 namespace {
 
-using surge::tools::json_escape;
+using surge::tools::print_json;
 using surge::tools::state_name;
 namespace pb = surge::proto::mds;
 
@@ -50,37 +52,18 @@ unsigned long long ull(uint64_t v) {
   return static_cast<unsigned long long>(v);
 }
 
-std::string target_json(const pb::TargetInfo& t) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "{\"id\":%u,\"address\":\"%s\",\"state\":\"%s\",\"draining\":%s,\"capacity\":%llu,"
-                "\"free\":%llu,\"chains\":%u,\"drained\":%s}",
-                t.target_id(), json_escape(t.address()).c_str(), state_name(t.state()),
-                t.draining() ? "true" : "false", ull(t.capacity_bytes()), ull(t.free_bytes()),
-                t.chain_memberships(), t.drained() ? "true" : "false");
-  return buf;
-}
-
 int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
   auto m = admin.cluster_map();
   if (!m.ok()) return fail(m.status());
+  if (json) {
+    print_json(surge::tools::map_json(admin.mds_address(), *m));
+    return 0;
+  }
   int up = 0, down = 0, draining = 0;
   for (const auto& t : m->targets()) {
     up += t.state() != pb::TARGET_DOWN;  // alive: up or draining
     down += t.state() == pb::TARGET_DOWN;
     draining += t.draining();
-  }
-  if (json) {
-    std::printf(
-        "{\"mds\":\"%s\",\"fs_id\":%llu,\"map_version\":%llu,\"targets_up\":%d,"
-        "\"targets_down\":%d,\"targets_draining\":%d,\"chains\":%s,\"targets\":[",
-        json_escape(admin.mds_address()).c_str(), ull(m->fs_id()), ull(m->version()), up, down,
-        draining, surge::tools::health_json(surge::tools::count_health(m->chains())).c_str());
-    for (int i = 0; i < m->targets_size(); ++i) {
-      std::printf("%s%s", i ? "," : "", target_json(m->targets(i)).c_str());
-    }
-    std::printf("]}\n");
-    return 0;
   }
   if (summary) {
     std::printf(
@@ -134,20 +117,7 @@ void print_layout(const std::string& path, const pb::GetLayoutReply& r, bool jso
     return nullptr;
   };
   if (json) {
-    std::printf(
-        "{\"path\":\"%s\",\"format\":%u,\"stripe_size\":%u,\"stripe_count\":%u,\"scheme\":\"%s\","
-        "\"targets\":[%s],\"slots\":[",
-        json_escape(path).c_str(), format, l.stripe_size(), l.stripe_count(), scheme.c_str(),
-        ids_text(l.targets()).c_str());
-    for (int i = 0; i < l.chains_size(); ++i) {
-      const pb::Chain* c = chain_of(l.chains(i));
-      std::string chain = "{\"id\":";
-      chain += std::to_string(l.chains(i));
-      chain += "}";
-      if (c != nullptr) chain = surge::tools::chain_json(*c);
-      std::printf("%s{\"slot\":%d,\"chain\":%s}", i ? "," : "", i, chain.c_str());
-    }
-    std::printf("]}\n");
+    print_json(surge::tools::layout_json(path, r));
     return;
   }
   if (format == 1 && l.scheme() != pb::SCHEME_UNSET) {  // a directory's default
@@ -177,8 +147,7 @@ int set_drain(surge::tools::ClusterAdmin& admin, uint32_t id, bool draining, boo
   auto r = admin.set_draining(id, draining);
   if (!r.ok()) return fail(r.status());
   if (json) {
-    std::printf("{\"target\":%s,\"map_version\":%llu}\n", target_json(r->target()).c_str(),
-                ull(r->map_version()));
+    print_json(surge::tools::drain_json(*r));
   } else if (draining) {
     std::printf("target %u (%s) is draining, map version %llu: %s\n", id,
                 r->target().address().c_str(), ull(r->map_version()), kDrainNote);
@@ -267,37 +236,7 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
     unscrubbed += !r.scrubbed;
   }
   if (json) {
-    std::printf("{\"targets\":[");
-    for (size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
-      std::printf(
-          "%s{\"id\":%u,\"address\":\"%s\",\"state\":\"%s\",\"scrubbed\":%s,\"error\":\"%s\","
-          "\"objects_checked\":%llu,\"bytes_checked\":%llu,\"corrupt\":[",
-          i ? "," : "", r.target_id, json_escape(r.address).c_str(), r.state.c_str(),
-          r.scrubbed ? "true" : "false", json_escape(r.error).c_str(), ull(r.objects_checked),
-          ull(r.bytes_checked));
-      for (size_t j = 0; j < r.bad_blocks.size(); ++j) {
-        const auto& b = r.bad_blocks[j];
-        std::printf("%s{\"object_id\":%llu,\"offset\":%llu", j ? "," : "", ull(b.object_id),
-                    ull(b.offset));
-        if (b.object_id == 0) {
-          std::printf(",\"chain\":%u,\"ino\":%llu,\"slot\":%u,\"position\":%u", b.chain_id,
-                      ull(b.ino), b.slot, b.position);
-        }
-        std::printf("}");
-      }
-      std::printf("]}");
-    }
-    std::printf("],\"chains\":[");
-    for (size_t i = 0; i < chains.size(); ++i) {
-      std::printf("%s%s", i ? "," : "", surge::tools::chain_compare_json(chains[i]).c_str());
-    }
-    std::printf(
-        "],\"objects_checked\":%llu,\"bytes_checked\":%llu,\"corrupt_blocks\":%llu,"
-        "\"unscrubbed_targets\":%d,\"chunks_compared\":%llu,\"replica_differences\":%llu,"
-        "\"uncompared_chains\":%d}\n",
-        ull(objects), ull(bytes), ull(bad), unscrubbed, ull(chunks_compared), ull(differ),
-        uncompared);
+    print_json(surge::tools::scrub_json(results, chains));
   } else {
     for (const auto& r : results) {
       if (!r.scrubbed) {
@@ -331,6 +270,37 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
   }
   if (bad > 0 || differ > 0) return 3;
   return unscrubbed > 0 || uncompared > 0 ? 2 : 0;
+}
+
+// df: the totals from the MDS (each file system once), then each data
+// server file system with the targets on it.
+int print_df(surge::Client& cl, const std::string& mds, const std::string& key_file, bool json) {
+  auto s = cl.statfs();
+  if (!s.ok()) return fail(s.status());
+  auto key = surge::net::load_cluster_key(key_file);
+  if (!key.ok()) return fail(key.status());
+  auto admin = surge::tools::ClusterAdmin::Connect(mds, *key, std::chrono::milliseconds(5000));
+  if (!admin.ok()) return fail(admin.status());
+  auto m = admin->cluster_map();
+  if (!m.ok()) return fail(m.status());
+  const auto file_systems = surge::tools::file_systems(*m);
+  if (json) {
+    print_json(surge::tools::df_json(*s, file_systems));
+    return 0;
+  }
+  std::printf("%16s %16s %16s %12s %12s\n", "bytes", "used", "free", "inodes", "ifree");
+  std::printf("%16llu %16llu %16llu %12llu %12llu\n", ull(s->total_bytes),
+              ull(s->total_bytes - s->free_bytes), ull(s->free_bytes), ull(s->total_inodes),
+              ull(s->free_inodes));
+  std::printf("\n%16s %16s %-10s %s\n", "fs bytes", "fs free", "targets", "file system");
+  for (const auto& fs : file_systems) {
+    std::string ids;
+    for (uint32_t id : fs.targets) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    std::printf("%16llu %16llu %-10s %s%s\n", ull(fs.capacity_bytes), ull(fs.free_bytes),
+                ids.c_str(), fs.filesystem_id.empty() ? "(not reported)" : fs.filesystem_id.c_str(),
+                fs.up ? "" : " (down: not counted)");
+  }
+  return 0;
 }
 
 }  // namespace
@@ -401,7 +371,11 @@ int main(int argc, char** argv) {
   if (keygen->parsed()) {
     surge::Status st = surge::net::generate_cluster_key(key_out);
     if (!st.ok()) return fail(st);
-    std::printf("cluster key written to %s\n", key_out.c_str());
+    if (json) {
+      print_json(surge::tools::Json{{"key_file", key_out}});
+    } else {
+      std::printf("cluster key written to %s\n", key_out.c_str());
+    }
     return 0;
   }
 
@@ -415,7 +389,11 @@ int main(int argc, char** argv) {
     if (chains->parsed()) {
       auto m = admin->cluster_map();
       if (!m.ok()) return fail(m.status());
-      surge::tools::print_chains(*m, json);
+      if (json) {
+        print_json(surge::tools::chains_json(*m));
+      } else {
+        surge::tools::print_chains(*m);
+      }
       return 0;
     }
     if (drain->parsed()) {
@@ -436,22 +414,7 @@ int main(int argc, char** argv) {
   if (!c.ok()) return fail(c.status());
   auto& cl = **c;
 
-  if (df->parsed()) {
-    auto s = cl.statfs();
-    if (!s.ok()) return fail(s.status());
-    if (json) {
-      std::printf(
-          "{\"total_bytes\":%llu,\"free_bytes\":%llu,\"total_inodes\":%llu,"
-          "\"free_inodes\":%llu}\n",
-          ull(s->total_bytes), ull(s->free_bytes), ull(s->total_inodes), ull(s->free_inodes));
-    } else {
-      std::printf("%16s %16s %16s %12s %12s\n", "bytes", "used", "free", "inodes", "ifree");
-      std::printf("%16llu %16llu %16llu %12llu %12llu\n", ull(s->total_bytes),
-                  ull(s->total_bytes - s->free_bytes), ull(s->free_bytes), ull(s->total_inodes),
-                  ull(s->free_inodes));
-    }
-    return 0;
-  }
+  if (df->parsed()) return print_df(cl, mds, key_file, json);
   if (setstripe->parsed() || getstripe->parsed()) {
     auto where = surge::tools::resolve_surge_path(path);
     if (!where.ok()) return fail(where.status());
@@ -478,6 +441,11 @@ int main(int argc, char** argv) {
       }
       auto r = admin->set_layout(a->ino, want, cred);
       if (!r.ok()) return fail(r.status());
+      if (json) {
+        pb::GetLayoutReply set;
+        *set.mutable_layout() = r->layout();
+        print_json(surge::tools::layout_json(path, set));
+      }
       return 0;
     }
     auto l = admin->get_layout(a->ino, cred);
