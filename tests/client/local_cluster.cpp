@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "net/cluster_key.h"
+#include "tests/common/time_scale.h"
 
 namespace surge::test {
 
@@ -77,8 +78,9 @@ std::string host() {
 }
 std::string addr(int port) { return transport() + "://" + host() + ":" + std::to_string(port); }
 
-// Start-up waits: the RDMA runs are in an emulated VM, several times slower.
-int scaled(int ms) { return transport() == "rdma" ? ms * 6 : ms; }
+// Start-up waits: the RDMA runs are in an emulated VM, several times slower;
+// sanitized builds are too (tests/common/time_scale.h).
+int scaled(int ms) { return sanitizer_scaled(transport() == "rdma" ? ms * 6 : ms); }
 
 // Bytes in a file now: where the new run's log starts.
 size_t log_size(const std::string& path) {

@@ -20,6 +20,7 @@
 #include "client/lib/stripe_io.h"
 #include "net/cluster_key.h"
 #include "tests/client/local_cluster.h"
+#include "tests/common/time_scale.h"
 
 namespace surge::client {
 namespace {
@@ -58,11 +59,12 @@ class StripeIoTest : public ::testing::Test {
     }, "tcp");
     net::ChannelOptions co;
     co.cluster_key = key_;
-    co.connect_timeout = 1000ms;
-    co.call_timeout = 1000ms;
+    // 1 s (longer in sanitized builds): the stopped-server case waits it out.
+    co.connect_timeout = test::sanitizer_scaled(1000ms);
+    co.call_timeout = test::sanitizer_scaled(1000ms);
     channels_ = std::make_unique<net::ChannelPool>(co);
     io_ = std::make_unique<StripeIo>(cache_.get(), channels_.get(),
-                                     StripeIo::Options{1000ms, 4u << 20});
+                                     StripeIo::Options{test::sanitizer_scaled(1000ms), 4u << 20});
     layout_.stripe_size = 64 * 1024;
     layout_.stripe_count = 3;
     layout_.targets = {10, 11, 12};
@@ -160,7 +162,7 @@ TEST_F(StripeIoTest, DeadDataServerFailsFastWithEio) {
   auto t0 = std::chrono::steady_clock::now();
   Status w = io_->write(9, layout_, data.data(), data.size(), 0);
   Status r = io_->read(9, layout_, data.data(), data.size(), 0);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, test::sanitizer_scaled(10s));
   EXPECT_EQ(w.to_errno(), EIO) << w.ToString();
   EXPECT_EQ(r.to_errno(), EIO) << r.ToString();
   EXPECT_NE(w.message().find("target 11"), std::string::npos) << w.ToString();
@@ -179,7 +181,7 @@ TEST_F(StripeIoTest, StoppedDataServerTimesOutWithEio) {
   auto took = std::chrono::steady_clock::now() - t0;
   kill(pids_[2], SIGCONT);
   EXPECT_EQ(r.to_errno(), EIO) << r.ToString();
-  EXPECT_LT(took, 10s) << "io timeout is 1 s";
+  EXPECT_LT(took, test::sanitizer_scaled(10s)) << "io timeout is " << test::sanitizer_scaled(1s).count() << " s";
 }
 
 TEST_F(StripeIoTest, ManyConcurrentIosShareTheChannels) {
