@@ -118,19 +118,22 @@ int run(const MdsConfig& cfg) {
   auto server = net::RpcServer::Create(sv);
   if (!server.ok()) return fail(server.status());
   MdsMetrics metrics;
-  register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);
-  if (Status st = (*server)->start(); !st.ok()) return fail(st);
-
-  std::unique_ptr<MetricsEndpoint> metrics_http;
-  if (!cfg.metrics_listen.empty()) {
+  {
     MdsMetrics::Sources src;
     src.map = map->get();
     src.sessions = &sessions;
     src.kv = dd->kv.get();
     RocksKvStore* kv = dd->kv.get();
     src.wal_syncs = [kv] { return kv->wal_syncs(); };
-    metrics_http =
-        std::make_unique<MetricsEndpoint>([&metrics, src] { return metrics.render(src); });
+    metrics.watch(src);
+  }
+  register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);
+  if (Status st = (*server)->start(); !st.ok()) return fail(st);
+
+  std::unique_ptr<MetricsEndpoint> metrics_http;
+  if (!cfg.metrics_listen.empty()) {
+    metrics_http = std::make_unique<MetricsEndpoint>(
+        [] { return metrics::Registry::global().render(); });
     if (Status st = metrics_http->start(cfg.metrics_listen); !st.ok()) {
       (*server)->stop();
       return fail(st);

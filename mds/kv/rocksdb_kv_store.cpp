@@ -14,6 +14,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "common/metrics/registry.h"
+
 namespace surge::mds {
 namespace {
 
@@ -48,6 +50,7 @@ struct RocksKvStore::Impl {
   std::condition_variable sync_cv;
   uint64_t sync_started = 0;  // generation of the last sync that began
   uint64_t sync_done = 0;     // generation of the last sync that finished
+  uint64_t sync_waiters = 0;  // callers the next sync to begin covers (its batch)
   bool syncing = false;
   Status last_sync_status;
 
@@ -55,7 +58,23 @@ struct RocksKvStore::Impl {
   rocksdb::DB* db() const { return txdb->GetBaseDB(); }
 };
 
-RocksKvStore::RocksKvStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+namespace {
+
+// Callers of make_durable() that one WAL sync made durable together.
+metrics::Histogram& group_commit_batch() {
+  static metrics::Histogram& h = metrics::Registry::global().histogram(
+      "surge_mds_group_commit_batch_size",
+      "Deferred commits made durable by one WAL sync (group commit).",
+      metrics::Buckets::powers_of_two(10));
+  return h;
+}
+
+}  // namespace
+
+// Declared at open, so the page shows the histogram before the first sync.
+RocksKvStore::RocksKvStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  (void)group_commit_batch();
+}
 
 RocksKvStore::~RocksKvStore() {
   (void)close();
@@ -174,10 +193,13 @@ Status RocksKvStore::make_durable() {
   // Any sync that starts from now on covers our writes; one already running
   // may not, so we need a generation strictly after the current one.
   const uint64_t need = impl_->sync_started + 1;
+  ++impl_->sync_waiters;
   while (impl_->sync_done < need) {
     if (!impl_->syncing) {
       impl_->syncing = true;
       const uint64_t gen = ++impl_->sync_started;
+      group_commit_batch().observe(impl_->sync_waiters);
+      impl_->sync_waiters = 0;
       lk.unlock();
       rocksdb::Status s = impl_->db()->SyncWAL();
       lk.lock();

@@ -61,6 +61,17 @@ TEST_F(MdsMetricsTest, SyncedChangesCountWalSyncs) {
   EXPECT_GT(sample(page, "surge_mds_wal_syncs_total"), before) << page;
 }
 
+TEST_F(MdsMetricsTest, GroupCommitCountsEachSyncedChangeInABatch) {
+  start();
+  const double before = sample(scrape(), "surge_mds_group_commit_batch_size_sum");
+  ASSERT_GE(before, 0);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(mkdir(pb::kRootIno, "g" + std::to_string(i)).ok());
+  const std::string page = scrape();
+  // One after another: each mkdir waits for its own sync (a batch of one).
+  EXPECT_EQ(sample(page, "surge_mds_group_commit_batch_size_sum"), before + 3) << page;
+  EXPECT_GE(sample(page, "surge_mds_group_commit_batch_size_bucket{le=\"1\"}"), 3) << page;
+}
+
 TEST_F(MdsMetricsTest, GaugesShowSessionsAndTargets) {
   start();
   ASSERT_TRUE(register_target(0, "tcp://127.0.0.1:7999").ok());
