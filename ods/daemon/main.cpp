@@ -19,6 +19,7 @@
 #include "net/cluster_key.h"
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
+#include "common/metrics/registry.h"
 #include "common/metrics_endpoint.h"
 #include "common/systemd_notify.h"
 #include "ods/chain/chain_forwarder.h"
@@ -101,17 +102,18 @@ int run(const OdsConfig& cfg) {
     resync.start();
   }
   service.register_handlers(**server);
+  service.watch_metrics(metrics::Registry::global());
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   const std::string address = (*server)->address();
 
-  std::unique_ptr<MetricsEndpoint> metrics;
+  std::unique_ptr<MetricsEndpoint> metrics_http;
   if (!cfg.metrics_listen.empty()) {
-    metrics = std::make_unique<MetricsEndpoint>([&service] { return service.metrics_text(); });
-    if (Status st = metrics->start(cfg.metrics_listen); !st.ok()) {
+    metrics_http = std::make_unique<MetricsEndpoint>([] { return metrics::Registry::global().render(); });
+    if (Status st = metrics_http->start(cfg.metrics_listen); !st.ok()) {
       (*server)->stop();
       return fail(st);
     }
-    SLOG_INFO("surge-ods metrics on {}", metrics->url());
+    SLOG_INFO("surge-ods metrics on {}", metrics_http->url());
   }
 
   std::unique_ptr<MdsRegistration> mds;
@@ -150,7 +152,7 @@ int run(const OdsConfig& cfg) {
   if (mds) mds->stop();
   chains.on_change(nullptr);
   resync.stop();
-  if (metrics) metrics->stop();
+  if (metrics_http) metrics_http->stop();
   (*server)->stop();
   return 0;  // the store syncs and closes as it goes out of scope
 }

@@ -58,7 +58,8 @@ Status check_bulk(net::RpcContext& ctx, net::BulkAccess want, uint64_t id, const
 
 OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options,
                        ChainView* chains, ChainedChunks* chained)
-    : store_(store),
+    : metrics_(options.registry != nullptr ? *options.registry : metrics::Registry::global()),
+      store_(store),
       options_(options),
       chains_(chains),
       chained_(chained),
@@ -72,6 +73,20 @@ OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOpti
   options_.max_io_bytes = std::min<uint64_t>(options_.max_io_bytes, admission_.capacity() * chunk_);
 }
 
+template <typename F>
+Status OdsService::counted(uint16_t method, F&& handler) {
+  static_assert(pb::OdsFallocate::kMethod <= OdsMetrics::kMaxMethod,
+                "grow OdsMetrics::kMaxMethod with the methods");
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = handler();
+  const OdsMetrics::Method& m = metrics_.methods[method];
+  m.requests->inc();
+  if (!st.ok()) m.errors->inc();
+  m.duration->observe(std::chrono::steady_clock::now() - t0);
+  if (st.code() == Code::kNoSpace) metrics_.nospace_errors.inc();
+  return st;
+}
+
 void OdsService::register_handlers(net::RpcServer& server) {
   // Reads, writes, stat and statfs touch the page cache and move at most
   // max_io_bytes: brief enough to run on the transport thread when the
@@ -81,110 +96,83 @@ void OdsService::register_handlers(net::RpcServer& server) {
   constexpr auto kBrief = net::HandlerMode::kShortBlocking;
   server.add<pb::OdsWrite>(
       [this](net::RpcContext& ctx, const pb::WriteRequest& q, pb::WriteReply& r) {
-        return counted(pb::OdsWrite::kMethod, write(ctx, q, r));
+        return counted(pb::OdsWrite::kMethod, [&] { return write(ctx, q, r); });
       },
       chained_ != nullptr ? net::HandlerMode::kWorker : kBrief);
   server.add<pb::OdsRead>(
       [this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) {
-        return counted(pb::OdsRead::kMethod, read(ctx, q, r));
+        return counted(pb::OdsRead::kMethod, [&] { return read(ctx, q, r); });
       },
       kBrief);
   server.add<pb::OdsTruncate>([this](net::RpcContext&, const pb::TruncateRequest& q, pb::TruncateReply& r) {
-    return counted(pb::OdsTruncate::kMethod, truncate(q, r));
+    return counted(pb::OdsTruncate::kMethod, [&] { return truncate(q, r); });
   });
   server.add<pb::OdsRemove>([this](net::RpcContext&, const pb::RemoveRequest& q, pb::RemoveReply& r) {
-    return counted(pb::OdsRemove::kMethod, remove(q, r));
+    return counted(pb::OdsRemove::kMethod, [&] { return remove(q, r); });
   });
   server.add<pb::OdsStat>(
       [this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) {
-        return counted(pb::OdsStat::kMethod, stat(q, r));
+        return counted(pb::OdsStat::kMethod, [&] { return stat(q, r); });
       },
       kBrief);
   server.add<pb::OdsSync>([this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) {
-    return counted(pb::OdsSync::kMethod, sync(q, r));
+    return counted(pb::OdsSync::kMethod, [&] { return sync(q, r); });
   });
   server.add<pb::OdsStatFs>(
       [this](net::RpcContext&, const pb::StatFsRequest& q, pb::StatFsReply& r) {
-        return counted(pb::OdsStatFs::kMethod, statfs(q, r));
+        return counted(pb::OdsStatFs::kMethod, [&] { return statfs(q, r); });
       },
       kBrief);
   server.add<pb::OdsScrub>([this](net::RpcContext&, const pb::ScrubRequest& q, pb::ScrubReply& r) {
-    return counted(pb::OdsScrub::kMethod, scrub(q, r));
+    return counted(pb::OdsScrub::kMethod, [&] { return scrub(q, r); });
   });
   server.add<pb::OdsFallocate>(
       [this](net::RpcContext&, const pb::FallocateRequest& q, pb::FallocateReply& r) {
-        return counted(pb::OdsFallocate::kMethod, fallocate(q, r));
+        return counted(pb::OdsFallocate::kMethod, [&] { return fallocate(q, r); });
       });
   // Between data servers (docs/redundancy.md): they wait for the next
   // member or the disk, so always on the worker pool.
   server.add<pb::OdsChainForward>(
       [this](net::RpcContext& ctx, const pb::ChainForwardRequest& q, pb::ChainForwardReply& r) {
-        return counted(pb::OdsChainForward::kMethod, chain_forward(ctx, q, r));
+        return counted(pb::OdsChainForward::kMethod, [&] { return chain_forward(ctx, q, r); });
       });
   server.add<pb::OdsListChunks>(
       [this](net::RpcContext&, const pb::ListChunksRequest& q, pb::ListChunksReply& r) {
-        return counted(pb::OdsListChunks::kMethod, list_chunks(q, r));
+        return counted(pb::OdsListChunks::kMethod, [&] { return list_chunks(q, r); });
       });
   server.add<pb::OdsResyncChunk>(
       [this](net::RpcContext& ctx, const pb::ResyncChunkRequest& q, pb::ResyncChunkReply& r) {
-        return counted(pb::OdsResyncChunk::kMethod, resync_chunk(ctx, q, r));
+        return counted(pb::OdsResyncChunk::kMethod, [&] { return resync_chunk(ctx, q, r); });
       });
 }
 
-Status OdsService::counted(uint16_t method, Status st) {
-  static_assert(pb::OdsFallocate::kMethod <= kMaxMethod, "grow kMaxMethod with the methods");
-  if (method <= kMaxMethod) {
-    requests_[method].fetch_add(1, std::memory_order_relaxed);
-    if (!st.ok()) errors_[method].fetch_add(1, std::memory_order_relaxed);
-  }
-  if (st.code() == Code::kNoSpace) nospace_errors_.fetch_add(1, std::memory_order_relaxed);
-  return st;
-}
-
-std::string OdsService::metrics_text() {
-  static const char* kNames[kMaxMethod + 1] = {"", "write", "read", "truncate", "remove",
-                                                "stat", "sync", "statfs", "scrub", "chain_forward",
-                                                "list_chunks", "resync_chunk", "fallocate"};
-  std::string out;
-  auto line = [&](const std::string& s) { out += s + "\n"; };
-  auto counter = [&](const char* name, const char* help, uint64_t v) {
-    line(std::string("# HELP ") + name + " " + help);
-    line(std::string("# TYPE ") + name + " counter");
-    line(std::string(name) + " " + std::to_string(v));
+void OdsService::watch_metrics(metrics::Registry& registry) {
+  using metrics::Type;
+  auto gauge = [&](const char* name, const char* help, std::function<double()> read) {
+    probes_.push_back(registry.probe(name, help, Type::kGauge, {}, std::move(read)));
   };
-  auto gauge = [&](const char* name, const char* help, uint64_t v) {
-    line(std::string("# HELP ") + name + " " + help);
-    line(std::string("# TYPE ") + name + " gauge");
-    line(std::string(name) + " " + std::to_string(v));
+  gauge("surge_ods_inflight_requests", "Requests being served (the queue depth).",
+        [this] { return static_cast<double>(inflight_.load()); });
+  gauge("surge_ods_io_buffers_in_use", "IO buffer units held by requests.",
+        [this] { return static_cast<double>(admission_.in_use()); });
+  gauge("surge_ods_io_buffers", "IO buffer units (admission capacity).",
+        [this] { return static_cast<double>(admission_.capacity()); });
+  gauge("surge_ods_io_buffer_waiters", "Requests waiting for IO buffers.",
+        [this] { return static_cast<double>(admission_.waiting()); });
+  gauge("surge_ods_open_objects", "Objects in the descriptor cache.",
+        [this] { return static_cast<double>(store_.open_objects()); });
+  // statvfs per scrape: one call per gauge is a few microseconds.
+  auto space = [this](uint64_t StoreStats::*field) {
+    return [this, field] {
+      auto s = store_.statfs();
+      return s.ok() ? static_cast<double>((*s).*field) : 0.0;
+    };
   };
-  line("# HELP surge_ods_requests_total Requests served, by method.");
-  line("# TYPE surge_ods_requests_total counter");
-  for (size_t m = 1; m <= kMaxMethod; ++m) {
-    line(std::string("surge_ods_requests_total{method=\"") + kNames[m] + "\"} " + std::to_string(requests_[m].load()));
-  }
-  line("# HELP surge_ods_request_errors_total Requests answered with an error, by method.");
-  line("# TYPE surge_ods_request_errors_total counter");
-  for (size_t m = 1; m <= kMaxMethod; ++m) {
-    line(std::string("surge_ods_request_errors_total{method=\"") + kNames[m] + "\"} " +
-         std::to_string(errors_[m].load()));
-  }
-  counter("surge_ods_write_bytes_total", "Bytes stored by Write requests.", write_bytes_.load());
-  counter("surge_ods_read_bytes_total", "Bytes pushed by Read requests.", read_bytes_.load());
-  counter("surge_ods_payload_crc_errors_total", "Writes refused because the payload did not match its CRC.",
-          payload_crc_errors_.load());
-  counter("surge_ods_checksum_errors_total", "Reads that found a stored block not matching its CRC.",
-          stored_crc_errors_.load());
-  counter("surge_ods_nospace_errors_total", "Requests refused for lack of disk space.", nospace_errors_.load());
-  gauge("surge_ods_inflight_requests", "Requests being served.", inflight_.load());
-  gauge("surge_ods_io_buffers_in_use", "IO buffer units held by requests.", admission_.in_use());
-  gauge("surge_ods_io_buffer_waiters", "Requests waiting for IO buffers.", admission_.waiting());
-  gauge("surge_ods_open_objects", "Objects in the descriptor cache.", store_.open_objects());
-  if (auto s = store_.statfs(); s.ok()) {
-    gauge("surge_ods_capacity_bytes", "Size of the data directory's file system.", s->capacity_bytes);
-    gauge("surge_ods_free_bytes", "Free bytes of the data directory's file system.", s->free_bytes);
-    gauge("surge_ods_objects", "Objects stored.", s->objects);
-  }
-  return out;
+  gauge("surge_ods_capacity_bytes", "Size of the data directory's file system.",
+        space(&StoreStats::capacity_bytes));
+  gauge("surge_ods_free_bytes", "Free bytes of the data directory's file system.",
+        space(&StoreStats::free_bytes));
+  gauge("surge_ods_objects", "Objects stored.", space(&StoreStats::objects));
 }
 
 Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op) {
@@ -220,7 +208,7 @@ Status OdsService::chain_forward(net::RpcContext& ctx, const pb::ChainForwardReq
   SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
   Status st = chained_->forward(ctx, req, place, std::move(io.buf), resp);
   if (st.ok() && req.kind() == pb::UPDATE_WRITE) {
-    write_bytes_.fetch_add(req.length(), std::memory_order_relaxed);
+    metrics_.write_bytes.inc(req.length());
   }
   return st;
 }
@@ -247,7 +235,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   if (place.chain_id != 0) {
     SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
     Status st = chained_->write(ctx, req, place, std::move(io.buf), resp);
-    if (st.ok()) write_bytes_.fetch_add(req.length(), std::memory_order_relaxed);
+    if (st.ok()) metrics_.write_bytes.inc(req.length());
     return st;
   }
   const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
@@ -354,7 +342,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
     const PayloadChecksums sums = checksum_payload(segs, at);
     const uint32_t want = pieces ? req.piece_crc32c(piece) : req.crc32c();
     if (sums.payload != want) {
-      payload_crc_errors_.fetch_add(1, std::memory_order_relaxed);
+      metrics_.payload_crc_errors.inc();
       SLOG_WARN(
           "write {} at offset {} from {}: payload CRC {:08x} over [{}, +{}), request says {:08x}; "
           "{}",
@@ -373,7 +361,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
     size = *stored;
     done += plen;
   }
-  write_bytes_.fetch_add(len, std::memory_order_relaxed);
+  metrics_.write_bytes.inc(len);
   resp.set_object_size(size);
   return Status::OK();
 }
@@ -389,7 +377,7 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     }
     SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
     Status st = chained_->read(ctx, req, place, std::move(io.buf), resp);
-    if (st.ok()) read_bytes_.fetch_add(resp.length(), std::memory_order_relaxed);
+    if (st.ok()) metrics_.read_bytes.inc(resp.length());
     return st;
   }
   const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
@@ -420,7 +408,7 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     const size_t n = static_cast<size_t>(std::min<uint64_t>(piece, len - done));
     auto chunk = store_.read(id, off + done, std::span<std::byte>(buf.data(), n), &crc);
     if (!chunk.ok()) {
-      if (chunk.status().code() == Code::kCorruption) stored_crc_errors_.fetch_add(1, std::memory_order_relaxed);
+      if (chunk.status().code() == Code::kCorruption) metrics_.stored_crc_errors.inc();
       return chunk.status();
     }
     const uint64_t got = *chunk;
@@ -434,7 +422,7 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     done += got;
     if (last) break;  // the buffer is gone; got < n: the end of the object
   }
-  read_bytes_.fetch_add(done, std::memory_order_relaxed);
+  metrics_.read_bytes.inc(done);
   resp.set_length(done);
   resp.set_crc32c(crc);
   return Status::OK();

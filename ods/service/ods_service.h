@@ -34,18 +34,24 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "common/metrics/registry.h"
 #include "common/status.h"
 #include "net/proto/ods_methods.h"
 #include "net/rpc_server.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
 #include "ods/service/io_admission.h"
+#include "ods/service/ods_metrics.h"
 #include "ods/store/object_store.h"
 
 namespace surge::ods {
 
 struct OdsServiceOptions {
+  // Where the service declares its metrics (OdsMetrics); null: the
+  // process's registry.
+  metrics::Registry* registry = nullptr;
   uint64_t max_io_bytes = 8 << 20;  // per Write/Read request
   size_t max_sync_ids = 65536;      // per Sync request
   // Admission units (buffers of the pool's largest class); 0: all of them.
@@ -66,9 +72,9 @@ class OdsService {
   // Requests being served right now (the heartbeat's load).
   uint64_t load() const { return inflight_.load(); }
 
-  // Prometheus text exposition of the counters below and the store's
-  // space (served by the daemon's /metrics endpoint).
-  std::string metrics_text();
+  // Registers the scrape-time gauges (requests in flight, IO buffers,
+  // objects, space) in registry; they stay until the service is gone.
+  void watch_metrics(metrics::Registry& registry);
   const IoAdmission& admission() const { return admission_; }
 
   Status write(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
@@ -90,7 +96,9 @@ class OdsService {
  private:
   size_t chunk_size() const { return chunk_; }
 
-  Status counted(uint16_t method, Status st);
+  // Runs a handler, counted and timed under its method id.
+  template <typename F>
+  Status counted(uint16_t method, F&& handler);
   // The ChainView's verdict on a request's ref: our place in its chain
   // (empty for legacy refs and without a view); NotSupported for a chained
   // ref without ChainedChunks.
@@ -103,15 +111,8 @@ class OdsService {
   };
   Result<IoBuffer> io_buffer(net::BufferPool& pool);
 
-  // Metrics, by method id (1..kMaxMethod of net/proto/ods_methods.h).
-  static constexpr size_t kMaxMethod = 12;
-  std::atomic<uint64_t> requests_[kMaxMethod + 1] = {};   // surge_ods_requests_total
-  std::atomic<uint64_t> errors_[kMaxMethod + 1] = {};     // surge_ods_request_errors_total
-  std::atomic<uint64_t> write_bytes_{0};                   // surge_ods_write_bytes_total
-  std::atomic<uint64_t> read_bytes_{0};                    // surge_ods_read_bytes_total
-  std::atomic<uint64_t> payload_crc_errors_{0};            // surge_ods_payload_crc_errors_total
-  std::atomic<uint64_t> stored_crc_errors_{0};             // surge_ods_checksum_errors_total
-  std::atomic<uint64_t> nospace_errors_{0};                // surge_ods_nospace_errors_total
+  OdsMetrics metrics_;
+  std::vector<metrics::Probe> probes_;  // watch_metrics()
 
   ObjectStore& store_;
   OdsServiceOptions options_;

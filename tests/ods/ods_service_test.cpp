@@ -409,6 +409,9 @@ TEST(OdsMetrics, PrometheusEndpointCountsRequestsBytesAndErrors) {
   EXPECT_NE(page.find("surge_ods_write_bytes_total 10000\n"), std::string::npos) << page;
   EXPECT_NE(page.find("surge_ods_read_bytes_total 4000\n"), std::string::npos) << page;
   EXPECT_NE(page.find("surge_ods_objects 1\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("surge_ods_request_duration_seconds_count{method=\"read\"} 1\n"),
+            std::string::npos)
+      << page;
   EXPECT_NE(http_get(port, "/other").find("HTTP/1.1 404"), std::string::npos);
   int st = ods.stop();
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
