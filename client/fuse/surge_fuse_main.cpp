@@ -70,6 +70,7 @@ int run(MountConfig& cfg, int status_fd) {
     report(status_fd, "logging: " + ls.ToString());
     return 1;
   }
+  cfg.client.kill_suidgid_on_write = false;  // kill_privs.h: the kernel says when
   cfg.client.read_ahead_bytes = 0;  // the kernel reads ahead (read_ahead_kb)...
   cfg.fs.direct_read_ahead = size_t{cfg.readahead_kb} << 10;  // ...but not for direct opens
   // Every FUSE worker receives requests into a registered buffer; a write

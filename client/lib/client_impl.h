@@ -111,6 +111,7 @@ class ClientImpl : public Client {
   // pwrite and pwrite_from: owned (may be null) is the caller's buffer that
   // holds buf, kept instead of a copy; on_accepted (may be null) as in
   // Client::pwrite_from.
+  Status kill_suidgid_before_write(FileImpl& f);
   Result<size_t> write_impl(File& file, const std::byte* buf, size_t len, uint64_t offset,
                             std::unique_ptr<RegisteredBuffer>* owned,
                             const std::function<void()>* on_accepted);

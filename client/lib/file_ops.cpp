@@ -2,6 +2,7 @@
 // is on), writes (through write behind), fsync, flush and close. The rooms
 // they use do the work; this file orders them.
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cstring>
 
@@ -98,6 +99,7 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
   }
   InodeState& st = *f.state;
   SURGE_RETURN_IF_ERROR(writes_->take_error(st));       // an earlier write-behind failure
+  SURGE_RETURN_IF_ERROR(kill_suidgid_before_write(f));
   st.data_gen.fetch_add(1, std::memory_order_acq_rel);  // every handle's windows may be stale
   if (f.flags() & O_APPEND) {
     writes_->drain(st);
@@ -106,6 +108,23 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
     offset = a.size;
   }
   return writes_->write(st, buf, len, offset, owned, on_accepted);
+}
+
+// Linux clears setuid, and setgid with group-execute, when a process
+// without CAP_FSETID writes (for libsurge callers: any uid but 0), so an
+// altered program keeps no privilege. Once per change: the MDS answers
+// with the new mode. Through the open file, so a mode that denies writing
+// since the open does not refuse it.
+Status ClientImpl::kill_suidgid_before_write(FileImpl& f) {
+  const uint32_t mode = f.state->mode.load(std::memory_order_relaxed);
+  const bool killable = (mode & S_ISUID) != 0 || (mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
+  if (!options_.kill_suidgid_on_write || f.caller.uid == 0 || !killable) return Status::OK();
+  SetAttr sa;
+  sa.mask = kKillSuidgid;
+  sa.file = &f;
+  SURGE_ASSIGN_OR_RETURN(Attr a, setattr(f.ino(), sa, f.caller));
+  f.state->mode.store(a.mode, std::memory_order_relaxed);
+  return Status::OK();
 }
 
 // ---- fsync, flush, close --------------------------------------------------------------

@@ -21,6 +21,7 @@ std::shared_ptr<InodeState> InodeTable::attach(const Attr& a, const FileLayout& 
   std::lock_guard lk(st->mu);
   st->layout = layout;
   st->mds_size = a.size;
+  st->mode.store(a.mode, std::memory_order_relaxed);
   if (flags & O_TRUNC) {
     st->written_end = 0;
     st->reported_end = 0;

@@ -86,6 +86,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   req.set_ctime_ns(ns_from_ts(sa.ctime));
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSetAttr>(req, &resp));
+  if (st) st->mode.store(resp.attr().mode(), std::memory_order_relaxed);
   if (st && (sa.mask & kSetSize)) {
     std::lock_guard lk(st->mu);
     st->mds_size = resp.attr().size();

@@ -63,6 +63,10 @@ struct InodeState {
   // accepted or retired, a truncate): read-ahead windows fetched under an
   // older value may hold old bytes and are dropped before being served.
   std::atomic<uint64_t> data_gen{0};
+
+  // The mode as of the last open or setattr through this client: a write
+  // clears setuid/setgid first when it has them (kill_suidgid_on_write).
+  std::atomic<uint32_t> mode{0};
 };
 
 class FileImpl : public File {

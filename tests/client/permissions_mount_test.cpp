@@ -300,5 +300,44 @@ TEST_F(Permissions, NativeTruncateByTheOwnerClearsSetuid) {
   EXPECT_EQ(after->mode & 07777, 0755u);
 }
 
+// libsurge writes as the user: setuid and setgid (with group-execute)
+// cleared, of the user's own file and of root's world-writable one;
+// setgid without group-execute kept; root's writes keep them.
+TEST_F(Permissions, NativeWritesByTheUserClearSetuidAndSetgid) {
+  const Caller root{0, 0, {}};
+  auto write_as = [&](const std::string& p, const Caller& c) -> Status {
+    SURGE_ASSIGN_OR_RETURN(auto f, client_->open(p, O_WRONLY, 0, c));
+    Status st = client_->pwrite(*f, "z", 1, 0).status();
+    Status cs = client_->close(f);
+    return st.ok() ? cs : st;
+  };
+  auto make = [&](const std::string& p, const Caller& owner, uint32_t mode) -> Status {
+    SURGE_ASSIGN_OR_RETURN(auto f, client_->open(p, O_CREAT | O_WRONLY | O_EXCL, 0755, owner));
+    SURGE_RETURN_IF_ERROR(client_->close(f));
+    SURGE_ASSIGN_OR_RETURN(Attr a, client_->stat(p, owner));
+    SetAttr sa;
+    sa.mask = kSetMode;
+    sa.mode = mode;
+    return client_->setattr(a.ino, sa, owner).status();
+  };
+  auto mode_of = [&](const std::string& p) -> uint32_t {
+    auto a = client_->stat(p, root);
+    return a.ok() ? (a->mode & 07777) : 0xffffffffu;
+  };
+  const std::string d = "/" + name_;
+  ASSERT_TRUE(make(d + "/mine", user_, 06755).ok());
+  ASSERT_TRUE(make(d + "/roots", root, 06777).ok());
+  ASSERT_TRUE(make(d + "/setgid-no-gx", user_, 02646).ok());
+  ASSERT_TRUE(make(d + "/by-root", root, 06755).ok());
+  ASSERT_TRUE(write_as(d + "/mine", user_).ok());
+  ASSERT_TRUE(write_as(d + "/roots", user_).ok());
+  ASSERT_TRUE(write_as(d + "/setgid-no-gx", user_).ok());
+  ASSERT_TRUE(write_as(d + "/by-root", root).ok());
+  EXPECT_EQ(mode_of(d + "/mine"), 0755u);
+  EXPECT_EQ(mode_of(d + "/roots"), 0777u) << "root's 06777 file written by the user";
+  EXPECT_EQ(mode_of(d + "/setgid-no-gx"), 02646u) << "setgid without group-execute";
+  EXPECT_EQ(mode_of(d + "/by-root"), 06755u) << "written by root";
+}
+
 }  // namespace
 }  // namespace surge::test

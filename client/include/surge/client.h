@@ -74,6 +74,11 @@ struct ClientOptions {
   // and 1 MiB of data, into one). 0 buffers: no such class.
   size_t request_buffer_size = 0;
   size_t request_buffers = 0;
+  // A write by a caller other than uid 0 to a file with setuid (or setgid
+  // and group-execute) clears them first, as Linux does for a writer
+  // without CAP_FSETID (SetAttr kKillSuidgid). surge-fuse turns it off:
+  // the kernel says on each write whether the writer lacks CAP_FSETID.
+  bool kill_suidgid_on_write = true;
 };
 
 // Who is asking: the MDS checks permissions against these.
