@@ -1,16 +1,19 @@
-// RpcServer core: handler table, credits, dispatch (inline or worker pool).
+// RpcServer core: handler table, credits, dispatch (inline or to the
+// worker pool of the request's lane).
 // Transport-agnostic; the transport (net/transport.h) hands it requests.
 //
 // Invariants: every request the transport delivers gets exactly one
 // RequestBulk::finish() and at most one reply; a connection's in_flight is
 // decremented BEFORE its reply is sent, so a client that reuses the credit
 // the instant the reply lands is never counted twice.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "common/log.h"
 #include "net/rpc_server.h"
@@ -37,6 +40,7 @@ class Context final : public RpcContext {
 struct HandlerEntry {
   RawHandler fn;
   HandlerMode mode;
+  LaneOf lane;  // empty: lane 0
 };
 
 struct Task {
@@ -68,6 +72,13 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
       return Status::InvalidArgument("server on " + options_.listen +
                                      ": credits, io_threads and worker_threads must be > 0");
     }
+    for (int n : options_.lane_threads) {
+      if (n < 1) {
+        return Status::InvalidArgument("server on " + options_.listen +
+                                       ": every worker lane needs a thread at least");
+      }
+    }
+    lanes_ = std::vector<Lane>(options_.lane_threads.size() + 1);
     SURGE_ASSIGN_OR_RETURN(pool_, BufferPool::Create(options_.pool));
     ServerTransportOptions t;
     t.endpoint = ep;
@@ -89,18 +100,29 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   void add_raw(uint16_t service, uint16_t method, RawHandler handler, HandlerMode mode) override {
     if (started_) throw std::logic_error("RpcServer::add_raw after start()");
     auto [it, inserted] =
-        handlers_.emplace(handler_key(service, method), HandlerEntry{std::move(handler), mode});
+        handlers_.emplace(handler_key(service, method), HandlerEntry{std::move(handler), mode, {}});
     if (!inserted) {
       throw std::logic_error("second handler for service " + std::to_string(service) +
                              " method " + std::to_string(method));
     }
   }
 
+  void route(uint16_t service, uint16_t method, LaneOf lane) override {
+    if (started_) throw std::logic_error("RpcServer::route after start()");
+    auto it = handlers_.find(handler_key(service, method));
+    if (it == handlers_.end() || it->second.mode != HandlerMode::kWorker) {
+      throw std::logic_error("route of service " + std::to_string(service) + " method " +
+                             std::to_string(method) + ": no kWorker handler registered");
+    }
+    it->second.lane = std::move(lane);
+  }
+
   Status start() override {
     if (started_) return Status::InvalidArgument("server " + address() + " already started");
     started_ = true;
-    for (int i = 0; i < options_.worker_threads; ++i) {
-      workers_.emplace_back([this] { worker_loop(); });
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      const int n = l == 0 ? options_.worker_threads : options_.lane_threads[l - 1];
+      for (int i = 0; i < n; ++i) workers_.emplace_back([this, l] { worker_loop(lanes_[l]); });
     }
     Status st = transport_->start();
     if (st.ok()) SLOG_INFO("rpc server listening on {}", address());
@@ -114,9 +136,12 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     {
       std::lock_guard lk(mu_);
       stopping_ = true;
-      leftover.swap(queue_);
+      for (Lane& l : lanes_) {
+        for (Task& t : l.queue) leftover.push_back(std::move(t));
+        l.queue.clear();
+      }
     }
-    cv_.notify_all();
+    for (Lane& l : lanes_) l.cv.notify_all();
     for (auto& t : workers_) t.join();
     workers_.clear();
     for (Task& t : leftover) {
@@ -163,12 +188,14 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
       run(*conn, req, it->second);
       return;
     }
+    Lane& lane = lanes_[it->second.lane ? std::min(it->second.lane(req.body), lanes_.size() - 1)
+                                        : 0];
     {
       std::unique_lock lk(mu_);
       if (!stopping_) {
-        queue_.push_back(Task{std::move(conn), std::move(req), &it->second});
+        lane.queue.push_back(Task{std::move(conn), std::move(req), &it->second});
         lk.unlock();  // else the woken worker would only block on mu_
-        cv_.notify_one();
+        lane.cv.notify_one();
         return;
       }
     }
@@ -178,15 +205,21 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   }
 
  private:
-  void worker_loop() {
+  // One worker pool: its queue (under mu_) and the wake-up of its threads.
+  struct Lane {
+    std::condition_variable cv;
+    std::deque<Task> queue;
+  };
+
+  void worker_loop(Lane& lane) {
     for (;;) {
       Task t;
       {
         std::unique_lock lk(mu_);
-        cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        t = std::move(queue_.front());
-        queue_.pop_front();
+        lane.cv.wait(lk, [&] { return stopping_ || !lane.queue.empty(); });
+        if (lane.queue.empty()) return;
+        t = std::move(lane.queue.front());
+        lane.queue.pop_front();
       }
       run(*t.conn, t.req, *t.entry);
     }
@@ -218,8 +251,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   std::atomic<bool> stopped_{false};
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> queue_;
+  std::vector<Lane> lanes_;  // [0]: the main pool (worker_threads)
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

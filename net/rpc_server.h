@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "net/buffer_pool.h"
@@ -36,6 +37,11 @@ class RpcContext {
 using RawHandler =
     std::function<Status(RpcContext& ctx, std::string_view request, std::string& response)>;
 
+// Which worker lane a request goes to, from its body (see
+// ServerOptions::lane_threads). Runs on the transport thread: cheap, never
+// blocking. Past the last lane means the last.
+using LaneOf = std::function<size_t(std::string_view request)>;
+
 enum class HandlerMode {
   kWorker,  // on the worker pool; may block
   kInline,  // on the I/O thread; must never block (pings, tiny lookups)
@@ -57,6 +63,13 @@ struct ServerOptions {
   std::string cluster_key;  // shared secret; connections must prove it
   int io_threads = 2;
   int worker_threads = 8;
+  // Worker lanes 1..n besides the main pool (lane 0), with these many
+  // threads each. A lane's requests never wait for a thread of another
+  // lane, so a server whose handlers wait on other servers (chain
+  // forwarding) can order its waits by lane and never deadlock: a handler
+  // of lane k that waits only on requests of lanes > k always gets them
+  // served. Handlers are routed to lanes with route().
+  std::vector<int> lane_threads;
   uint32_t credits_per_connection = 128;  // requests in flight per connection
   BufferPoolOptions pool;
   // A connection that has not authenticated within this is closed (logged).
@@ -82,6 +95,15 @@ class RpcServer {
   // Typed: add<MyMethod>([](RpcContext&, const Req&, Resp&) -> Status {...});
   template <typename M, typename F>
   void add(F&& fn, HandlerMode mode = HandlerMode::kWorker);
+
+  // Sends the requests of a registered kWorker handler to the worker lane
+  // lane(body) picks (ServerOptions::lane_threads) instead of the main
+  // pool. Before start().
+  virtual void route(uint16_t service, uint16_t method, LaneOf lane) = 0;
+  // Typed: route<MyMethod>([](const Req&) -> size_t {...}); a body that
+  // does not parse goes to lane 0 (its handler refuses it there).
+  template <typename M, typename F>
+  void route(F&& lane_of);
 
   virtual Status start() = 0;
   // Stops accepting, fails in-flight work with Cancelled, joins threads.
@@ -119,6 +141,15 @@ void RpcServer::add(F&& fn, HandlerMode mode) {
         return Status::OK();
       },
       mode);
+}
+
+template <typename M, typename F>
+void RpcServer::route(F&& lane_of) {
+  route(M::kService, M::kMethod, [fn = std::forward<F>(lane_of)](std::string_view body) -> size_t {
+    typename M::Request req;
+    if (!detail::parse_message(req, body)) return 0;
+    return fn(req);
+  });
 }
 
 }  // namespace surge::net

@@ -56,17 +56,19 @@ std::vector<uint32_t> piece_crcs_of(std::span<const std::byte> data, uint64_t of
 
 ChainForwarder::ChainForwarder(ChunkStore& chunks, ChainView& view, net::BufferPool& pool,
                                ChainForwarderOptions options)
-    : chunks_(chunks), view_(view), pool_(pool), options_(std::move(options)), channels_([&] {
-        net::ChannelOptions o;
-        o.cluster_key = options_.cluster_key;
-        o.connect_timeout = std::chrono::milliseconds(2000);
-        o.call_timeout = options_.call_timeout;
-        o.pool = &pool_;
-        return o;
-      }()) {}
+    : chunks_(chunks), view_(view), pool_(pool), options_(std::move(options)) {
+  net::ChannelOptions o;
+  o.cluster_key = options_.cluster_key;
+  o.connect_timeout = std::chrono::milliseconds(2000);
+  o.call_timeout = options_.call_timeout;
+  o.pool = &pool_;
+  for (size_t lane = 0; lane <= options_.lanes.lanes; ++lane) {
+    channels_.push_back(std::make_unique<net::ChannelPool>(o));
+  }
+}
 
 Result<std::shared_ptr<net::RpcChannel>> ChainForwarder::channel(const std::string& address) {
-  return channels_.get(address);
+  return resync_channels().get(address);
 }
 
 Status ChainForwarder::unreachable(uint32_t to, uint32_t chain_id, uint64_t chain_version,
@@ -101,13 +103,17 @@ Status ChainForwarder::call_forward(const ChainPlace& place, const ChunkKey& key
                        Status::Unavailable("no address for target " +
                                            std::to_string(place.successor) + " in the map"));
   }
-  auto ch = channels_.get(place.successor_address);
+  const uint32_t hop = place.position + 1;
+  net::ChannelPool& channels =
+      *channels_[options_.lanes.channel_of_lane(options_.lanes.of_hop(hop))];
+  auto ch = channels.get(place.successor_address);
   if (!ch.ok()) {
     return unreachable(place.successor, place.chain_id, place.version,
                        ch.status().WithContext("connecting to " + place.successor_address));
   }
   pb::ChainForwardRequest req;
   set_ref(req.mutable_ref(), place.successor, place.chain_id, place.version, key);
+  req.set_hop(hop);
   req.set_update_version(u.version);
   req.set_kind(u.kind);
   req.set_sync(u.sync);
@@ -131,7 +137,7 @@ Status ChainForwarder::call_forward(const ChainPlace& place, const ChunkKey& key
   pb::ChainForwardReply resp;
   Status st = (*ch)->call<pb::OdsChainForward>(req, &resp, bulk);
   if (peer_unreachable(st)) {
-    if (!(*ch)->connected()) channels_.drop(place.successor_address);
+    if (!(*ch)->connected()) channels.drop(place.successor_address);
     return unreachable(place.successor, place.chain_id, place.version,
                        st.WithContext("forwarding " + where(place.successor, place.chain_id, key)));
   }
@@ -159,7 +165,7 @@ Status ChainForwarder::forward(const ChainPlace& place, const ChunkKey& key,
 Status ChainForwarder::send_whole(uint32_t chain_id, uint64_t chain_version, uint32_t to,
                                   const std::string& address, const ChunkKey& key,
                                   const std::optional<ChunkRecord>& rec) {
-  auto ch = channels_.get(address);
+  auto ch = resync_channels().get(address);
   if (!ch.ok()) {
     return unreachable(to, chain_id, chain_version, ch.status().WithContext("connecting to " + address));
   }
@@ -168,7 +174,7 @@ Status ChainForwarder::send_whole(uint32_t chain_id, uint64_t chain_version, uin
     pb::ResyncChunkReply resp;
     Status st = (*ch)->call<pb::OdsResyncChunk>(req, &resp, bulk);
     if (peer_unreachable(st)) {
-      if (!(*ch)->connected()) channels_.drop(address);
+      if (!(*ch)->connected()) resync_channels().drop(address);
       return unreachable(to, chain_id, chain_version,
                          st.WithContext("resyncing " + where(to, chain_id, key)));
     }

@@ -24,6 +24,7 @@
 #include "net/proto/ods.pb.h"
 #include "net/rpc_channel.h"
 #include "ods/chain/chain_view.h"
+#include "ods/chain/forward_lanes.h"
 #include "ods/store/chunk_store.h"
 
 namespace surge::ods {
@@ -47,6 +48,9 @@ struct ChainForwarderOptions {
   std::string cluster_key;
   std::chrono::milliseconds call_timeout{10000};
   std::chrono::milliseconds buffer_wait{30000};
+  // The peer's lanes: a forward to hop h goes on a connection of lane
+  // of_hop(h), whole-chunk sends and lists on one of of_resync().
+  ForwardLanes lanes;
 };
 
 class ChainForwarder {
@@ -65,20 +69,25 @@ class ChainForwarder {
                     const std::string& address, const ChunkKey& key,
                     const std::optional<ChunkRecord>& rec);
 
-  // A channel to a peer data server (reconnecting).
+  // A channel to a peer data server (reconnecting) for the requests it
+  // serves in its resync lane (OdsListChunks, OdsResyncChunk).
   Result<std::shared_ptr<net::RpcChannel>> channel(const std::string& address);
-  void drop(const std::string& address) { channels_.drop(address); }
+  void drop(const std::string& address) { resync_channels().drop(address); }
   // Status seen reaching target `to` in chain_id: report it, judge again.
   Status unreachable(uint32_t to, uint32_t chain_id, uint64_t chain_version, const Status& seen);
 
  private:
   Status call_forward(const ChainPlace& place, const ChunkKey& key, const ChunkUpdate& u);
+  net::ChannelPool& resync_channels() { return *channels_[options_.lanes.of_resync()]; }
 
   ChunkStore& chunks_;
   ChainView& view_;
   net::BufferPool& pool_;
   ChainForwarderOptions options_;
-  net::ChannelPool channels_;
+  // Connections by the lane that serves them at the peer
+  // (ForwardLanes::channel_of_lane): a connection paused by a request
+  // waiting for a thread of its lane holds up that lane only.
+  std::vector<std::unique_ptr<net::ChannelPool>> channels_;
 };
 
 // Whether a call's status means the peer was not reached (report it).

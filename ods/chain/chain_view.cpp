@@ -165,6 +165,9 @@ Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const
                                " (version " + std::to_string(c.version()) + ")");
   }
   p.state = c.members(mine).state();
+  for (int i = 0; i < mine; ++i) {
+    if (in_write_chain(c.members(i).state())) ++p.position;
+  }
   p.head = mine == first;
   p.tail = mine == last;
   p.last_serving = mine == last_serving;

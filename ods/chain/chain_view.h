@@ -40,6 +40,7 @@ struct ChainPlace {
   uint32_t chain_id = 0;
   uint64_t version = 0;
   proto::mds::ChainMemberState state = proto::mds::MEMBER_UNKNOWN;
+  uint32_t position = 0;      // members of the write chain before us (0: the head)
   bool head = false;          // first of the write chain
   bool tail = false;          // last of the write chain
   bool last_serving = false;  // the last SERVING member (serves dirty chunks)

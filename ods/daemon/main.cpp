@@ -63,13 +63,15 @@ int run(const OdsConfig& cfg) {
   opts.cluster_key = *key;
   opts.io_threads = cfg.io_threads;
   opts.worker_threads = cfg.worker_threads;
+  ForwardLanes lanes{cfg.mds.empty() ? 0u : cfg.forward_lanes, cfg.forward_threads};
+  opts.lane_threads.assign(lanes.lanes, static_cast<int>(lanes.threads));
   opts.credits_per_connection = cfg.credits_per_connection;
   opts.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   opts.max_unauthenticated_connections = cfg.max_unauthenticated_connections;
   opts.max_unauthenticated_per_address = cfg.max_unauthenticated_per_address;
   opts.pool.name = "ods";
   opts.pool.classes = {{4096, cfg.pool_4k_buffers}, {64 * 1024, cfg.pool_64k_buffers},
-                       {1024 * 1024, cfg.pool_1m_buffers}};
+                       {1024 * 1024, cfg.pool_1m_buffers + lanes.extra_buffers(cfg.worker_threads)}};
   std::erase_if(opts.pool.classes, [](const net::SizeClass& c) { return c.count == 0; });
   opts.pool.huge_pages = cfg.huge_pages;
   opts.pool.lock_memory = cfg.lock_memory;
@@ -78,6 +80,8 @@ int run(const OdsConfig& cfg) {
 
   OdsServiceOptions svc_opts;
   svc_opts.max_io_bytes = cfg.max_io_bytes;
+  svc_opts.io_buffers = cfg.pool_1m_buffers;  // the lanes' buffers are beyond
+  svc_opts.lanes = lanes;
   // The chain view judges every request's target id and chain version; our
   // id is the one the MDS registration holds (0 until it registered).
   std::atomic<MdsRegistration*> registration{nullptr};
@@ -91,6 +95,7 @@ int run(const OdsConfig& cfg) {
   });
   ChainForwarderOptions fo;
   fo.cluster_key = *key;
+  fo.lanes = lanes;
   ChainForwarder forwarder(**chunks, chains, (*server)->pool(), fo);
   ChainedChunks chained(**chunks, chains, forwarder);
   OdsService service(**store, (*server)->pool(), svc_opts, &chains,

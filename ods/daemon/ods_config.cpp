@@ -55,7 +55,7 @@ Status load_config_file(const std::string& path, OdsConfig& c) {
   if (const toml::table* t = section("server")) {
     SURGE_RETURN_IF_ERROR(check_keys(*t, "server",
                                      {"data_dir", "listen", "advertise", "cluster_key_file", "metrics_listen", "io_threads",
-                                      "worker_threads", "credits_per_connection", "handshake_timeout_ms",
+                                      "worker_threads", "forward_lanes", "forward_threads", "credits_per_connection", "handshake_timeout_ms",
                                       "max_unauthenticated_connections", "max_unauthenticated_per_address"},
                                      path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "data_dir", c.data_dir, path));
@@ -65,6 +65,8 @@ Status load_config_file(const std::string& path, OdsConfig& c) {
     SURGE_RETURN_IF_ERROR(get(*t, "server", "metrics_listen", c.metrics_listen, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "io_threads", c.io_threads, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "worker_threads", c.worker_threads, path));
+    SURGE_RETURN_IF_ERROR(get(*t, "server", "forward_lanes", c.forward_lanes, path));
+    SURGE_RETURN_IF_ERROR(get(*t, "server", "forward_threads", c.forward_threads, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "credits_per_connection", c.credits_per_connection, path));
     SURGE_RETURN_IF_ERROR(get(*t, "server", "handshake_timeout_ms", c.handshake_timeout_ms, path));
     SURGE_RETURN_IF_ERROR(
@@ -110,6 +112,13 @@ Status validate_config(const OdsConfig& c) {
   if (c.data_dir.empty()) return Status::InvalidArgument("config: server.data_dir is empty");
   if (c.io_threads < 1 || c.worker_threads < 1) {
     return Status::InvalidArgument("config: server.io_threads and server.worker_threads must be >= 1");
+  }
+  if (c.forward_lanes < 1 || c.forward_lanes > 16 || c.forward_threads < 1 ||
+      c.forward_threads > 256) {
+    return Status::InvalidArgument("config: server.forward_lanes (" +
+                                   std::to_string(c.forward_lanes) + ") must be in 1..16 and " +
+                                   "server.forward_threads (" + std::to_string(c.forward_threads) +
+                                   ") in 1..256");
   }
   if (c.pool_1m_buffers == 0) return Status::InvalidArgument("config: pool.buffers_1m must be >= 1");
   if (c.max_io_bytes == 0 || c.max_io_bytes > c.pool_1m_buffers * (uint64_t{1} << 20)) {

@@ -20,6 +20,10 @@ struct OdsConfig {
   std::string metrics_listen;  // "HOST:PORT" of the Prometheus endpoint; empty: off
   int io_threads = 2;
   int worker_threads = 8;
+  // Worker lanes for updates forwarded down chains (ods/chain/forward_lanes.h):
+  // chains of up to forward_lanes + 1 members never deadlock.
+  uint32_t forward_lanes = 2;
+  uint32_t forward_threads = 4;  // per lane
   uint32_t credits_per_connection = 128;
   uint32_t handshake_timeout_ms = 5000;
   uint32_t max_unauthenticated_connections = 256;  // 0: no limit

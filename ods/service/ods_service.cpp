@@ -144,6 +144,14 @@ void OdsService::register_handlers(net::RpcServer& server) {
       [this](net::RpcContext& ctx, const pb::ResyncChunkRequest& q, pb::ResyncChunkReply& r) {
         return counted(pb::OdsResyncChunk::kMethod, [&] { return resync_chunk(ctx, q, r); });
       });
+  if (chained_ != nullptr && options_.lanes.lanes > 0) {
+    const ForwardLanes lanes = options_.lanes;
+    server.route<pb::OdsChainForward>(
+        [lanes](const pb::ChainForwardRequest& q) { return lanes.of_hop(q.hop()); });
+    server.route<pb::OdsListChunks>([lanes](const pb::ListChunksRequest&) { return lanes.of_resync(); });
+    server.route<pb::OdsResyncChunk>(
+        [lanes](const pb::ResyncChunkRequest&) { return lanes.of_resync(); });
+  }
 }
 
 void OdsService::watch_metrics(metrics::Registry& registry) {
@@ -200,12 +208,19 @@ Result<OdsService::IoBuffer> OdsService::io_buffer(net::BufferPool& pool) {
   return b;
 }
 
+Result<OdsService::IoBuffer> OdsService::lane_buffer(net::BufferPool& pool) {
+  if (options_.lanes.lanes == 0) return io_buffer(pool);
+  IoBuffer b;
+  SURGE_ASSIGN_OR_RETURN(b.buf, pool.acquire(chunk_, options_.buffer_wait));
+  return b;
+}
+
 Status OdsService::chain_forward(net::RpcContext& ctx, const pb::ChainForwardRequest& req,
                                  pb::ChainForwardReply& resp) {
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "chain forward"));
   if (place.chain_id == 0) return Status::InvalidArgument("chain forward without a chain id");
-  SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+  SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx.pool()));
   Status st = chained_->forward(ctx, req, place, std::move(io.buf), resp);
   if (st.ok() && req.kind() == pb::UPDATE_WRITE) {
     metrics_.write_bytes.inc(req.length());
@@ -225,7 +240,7 @@ Status OdsService::resync_chunk(net::RpcContext& ctx, const pb::ResyncChunkReque
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "resync chunk"));
   if (place.chain_id == 0) return Status::InvalidArgument("resync chunk without a chain id");
-  SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+  SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx.pool()));
   return chained_->resync(ctx, req, place, std::move(io.buf), resp);
 }
 

@@ -42,6 +42,7 @@
 #include "net/rpc_server.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
+#include "ods/chain/forward_lanes.h"
 #include "ods/service/io_admission.h"
 #include "ods/service/ods_metrics.h"
 #include "ods/store/object_store.h"
@@ -57,6 +58,13 @@ struct OdsServiceOptions {
   // Admission units (buffers of the pool's largest class); 0: all of them.
   size_t io_buffers = 0;
   std::chrono::milliseconds buffer_wait{30000};
+  // The worker lanes of the requests between chain members (the server's
+  // lane_threads must match): forwards by hop, resyncs in the last lane.
+  // Their buffers come from the pool beyond the admission units
+  // (ForwardLanes::extra_buffers), bounded by their lanes' threads, so a
+  // forward never waits behind the client requests it serves. 0 lanes:
+  // everything on the main pool, forwards under admission as any request.
+  ForwardLanes lanes{0, 0};
 };
 
 class OdsService {
@@ -110,6 +118,9 @@ class OdsService {
     net::PoolBuffer buf;
   };
   Result<IoBuffer> io_buffer(net::BufferPool& pool);
+  // The same for a request of a forward lane: a pool buffer only (no
+  // admission unit) when lanes are on.
+  Result<IoBuffer> lane_buffer(net::BufferPool& pool);
 
   OdsMetrics metrics_;
   std::vector<metrics::Probe> probes_;  // watch_metrics()

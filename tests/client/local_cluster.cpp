@@ -189,10 +189,13 @@ Status LocalCluster::start_ods(int i) {
   std::string bin = build_ + "/ods/surge-ods";
   std::string name = "ods" + std::to_string(i);
   fs::create_directories(ods_dir(i));
-  SURGE_ASSIGN_OR_RETURN(
-      ods_pids_[i], spawn(name, {bin, "--data-dir", ods_dir(i), "--listen", addr(ods_ports_[i]),
-                                 "--mds", mds_address(), "--cluster-key-file", key_file_,
-                                 "--log-level", "info", "--pool-1m-buffers", "16"}));
+  std::vector<std::string> argv = {bin, "--data-dir", ods_dir(i), "--listen", addr(ods_ports_[i]),
+                                   "--mds", mds_address(), "--cluster-key-file", key_file_,
+                                   "--log-level", "info", "--pool-1m-buffers", "16"};
+  if (cfg_.ods_worker_threads > 0) {
+    argv.insert(argv.end(), {"--worker-threads", std::to_string(cfg_.ods_worker_threads)});
+  }
+  SURGE_ASSIGN_OR_RETURN(ods_pids_[i], spawn(name, argv));
   return wait_port(name, ods_pids_[i], ods_ports_[i], scaled(15000));
 }
 

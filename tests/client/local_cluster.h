@@ -28,6 +28,8 @@ struct ClusterConfig {
   // Appended to the MDS's config file (TOML sections of its own, e.g.
   // "[chains]\nreplace_after_ms = 4000\n").
   std::string mds_toml;
+  // surge-ods --worker-threads (0: its default).
+  int ods_worker_threads = 0;
 };
 
 // The layout most client suites use: 64 KiB stripes over 3 data servers,

@@ -57,6 +57,8 @@ class CapturingServer final : public net::RpcServer {
   };
   void add_raw(uint16_t service, uint16_t method, net::RawHandler handler,
                net::HandlerMode mode) override;
+  // Lanes only pick worker threads; the fuzzers call handlers directly.
+  void route(uint16_t, uint16_t, net::LaneOf) override {}
   Status start() override { return Status::OK(); }
   void stop() override {}
   std::string address() const override { return "fuzz://in-process"; }
