@@ -12,6 +12,8 @@
 // along), and new files keep being created while the target is down.
 // Then the victim is restarted and resynced until every chain is healthy,
 // and `surgectl scrub` finds the replicas of every chunk identical.
+// replicas 3: two targets SIGKILLed one after another, and (one slot per
+// file, so one chain) its head, its middle or its tail, each a test.
 // replicas 1 (one-member chains): the write fails with EIO naming the
 // chunk, the target and its address.
 #include <fcntl.h>
@@ -38,8 +40,9 @@ constexpr size_t kFileBytes = 48 * kBlock;  // per writer
 
 class ChainFailover : public ::testing::Test {
  protected:
-  // A cluster, a directory /r of `replicas` copies over 3 slots, a mount.
-  void start(int replicas) {
+  // A cluster, a directory /r of `replicas` copies over `count` slots, a
+  // mount.
+  void start(int replicas, int count = 3) {
     ClusterConfig cfg;
     cfg.client_io_timeout_ms = "8000";
     auto c = LocalCluster::Start(cfg);
@@ -50,7 +53,7 @@ class ChainFailover : public ::testing::Test {
     ASSERT_TRUE((*cl)->mkdir("/r", 0777).ok());
     std::string out;
     ASSERT_EQ(surgectl("setstripe --replicas " + std::to_string(replicas) +
-                           " --count 3 --size 1048576 /r",
+                           " --count " + std::to_string(count) + " --size 1048576 /r",
                        &out),
               0)
         << out;
@@ -81,7 +84,7 @@ class ChainFailover : public ::testing::Test {
     auto cl = cluster_->connect(kIoTimeoutMs);
     if (!cl.ok()) return cl.status().ToString();
     const std::string path = "/r/w" + std::to_string(i);
-    auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    auto f = (*cl)->open(path, O_RDWR | O_CREAT | (precreated_ && i == 0 ? 0 : O_EXCL), 0644);
     if (!f.ok()) return path + ": " + f.status().ToString();
     const std::string data = data_of(i);
     for (size_t off = 0; off < data.size(); off += kBlock) {
@@ -139,6 +142,11 @@ class ChainFailover : public ::testing::Test {
   // is SIGKILLed once a third of the bytes are written, and small files
   // are created while it is down.
   void write_while_killing(int victim, int lib_writers) {
+    write_while_killing(std::vector<int>{victim}, lib_writers);
+  }
+  // The same with several victims, one after another: the k-th of n once
+  // k / (n + 1) of the bytes are written.
+  void write_while_killing(const std::vector<int>& victims, int lib_writers) {
     lib_writers_ = lib_writers;
     const int kWriters = lib_writers + 1;  // plus one through the mount
     const std::string pre = random_bytes(12 * kBlock, 3000);
@@ -169,20 +177,26 @@ class ChainFailover : public ::testing::Test {
       ++finished;
     });
     const size_t total = static_cast<size_t>(kWriters) * kFileBytes;
-    while (written_.load() < total / 3 && finished.load() < kWriters) {
-      std::this_thread::sleep_for(5ms);
+    Status killed;
+    size_t at_kill = 0;
+    for (size_t k = 0; k < victims.size(); ++k) {
+      const size_t when = total * (k + 1) / (victims.size() + 1);
+      while (written_.load() < when && finished.load() < kWriters) {
+        std::this_thread::sleep_for(5ms);
+      }
+      Status st = cluster_->kill_ods(victims[k]);
+      if (killed.ok()) killed = st;
+      at_kill = written_.load();
+      std::printf("killed data server %d with %zu of %zu MiB written\n", victims[k],
+                  at_kill >> 20, total >> 20);
     }
-    Status killed = cluster_->kill_ods(victim);
-    const size_t at_kill = written_.load();
     for (auto& t : ts) t.join();
     stop_reading = true;
     read_thread.join();
     EXPECT_EQ(read_error, "") << "the reader of a file written before the kill";
     ASSERT_TRUE(killed.ok()) << killed.ToString();
     // Otherwise this tested nothing: make the files larger.
-    ASSERT_LT(at_kill, total) << "every writer had finished before the kill";
-    std::printf("killed data server %d with %zu of %zu MiB written\n", victim, at_kill >> 20,
-                total >> 20);
+    ASSERT_LT(at_kill, total) << "every writer had finished before the (last) kill";
     for (int i = 0; i < kWriters; ++i) EXPECT_EQ(errors[i], "") << "writer " << i;
     // The victim is still down: new files are placed on chains without it.
     auto cl = cluster_->connect(kIoTimeoutMs);
@@ -229,9 +243,14 @@ class ChainFailover : public ::testing::Test {
   // is healthy; then `surgectl scrub` finds every chunk identical on every
   // member (version, size, CRC32C of the bytes): resync left nothing
   // behind.
-  void restart_and_scrub(int victim) {
-    Status st = cluster_->start_ods(victim);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+  void restart_and_scrub(int victim) { restart_and_scrub(std::vector<int>{victim}); }
+  void restart_and_scrub(const std::vector<int>& victims) {
+    Status st;
+    for (int v : victims) {
+      st = cluster_->start_ods(v);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+    const int victim = victims.front();
     st = cluster_->wait_targets_up(3, 30000);
     ASSERT_TRUE(st.ok()) << st.ToString();
     const std::string settled =
@@ -260,6 +279,7 @@ class ChainFailover : public ::testing::Test {
   std::unique_ptr<LocalCluster> cluster_;
   std::string mnt_;
   int lib_writers_ = 0;
+  bool precreated_ = false;  // /r/w0 exists before its writer opens it
   std::atomic<size_t> written_{0};
   std::vector<std::pair<std::string, std::string>> new_files_;
 };
@@ -273,6 +293,82 @@ TEST_F(ChainFailover, TwoReplicasSurviveAKilledTargetMidWrite) {
   if (HasFatalFailure()) return;
   restart_and_scrub(0);
 }
+
+// replicas 3 over 3 targets: two of them SIGKILLed one after another while
+// every writer runs; the chains carry on with one member, then both come
+// back and are resynced.
+TEST_F(ChainFailover, ThreeReplicasSurviveTwoTargetsKilledOneAfterAnother) {
+  start(3);
+  if (HasFatalFailure()) return;
+  write_while_killing(std::vector<int>{0, 1}, 3);
+  if (HasFatalFailure()) return;
+  verify_all();
+  if (HasFatalFailure()) return;
+  restart_and_scrub(std::vector<int>{0, 1});
+}
+
+// replicas 3, one slot per file, so a file has one chain: the data server
+// at one place of the chain of /r/w0 (head, middle or tail) is SIGKILLed
+// under its writer (and the others, on any chain).
+class ChainMemberKill : public ChainFailover, public ::testing::WithParamInterface<int> {
+ protected:
+  // The ODS index of member `pos` of the chain of /r/w0 (created here).
+  int member_of_first_file(int pos) {
+    auto cl = cluster_->connect(kIoTimeoutMs);
+    EXPECT_TRUE(cl.ok()) << cl.status().ToString();
+    if (!cl.ok()) return -1;
+    auto f = (*cl)->open("/r/w0", O_RDWR | O_CREAT | O_EXCL, 0644);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    if (!f.ok()) return -1;
+    (void)(*cl)->close(*f);
+    std::string out;
+    EXPECT_EQ(surgectl("getstripe /r/w0", &out), 0) << out;
+    // "  slot 0: chain C version V healthy: T1 serving, T2 serving, T3 serving"
+    const size_t slot = out.find("slot 0: chain ");
+    const size_t colon = slot == std::string::npos ? slot : out.find(": ", slot + 7);
+    EXPECT_NE(colon, std::string::npos) << out;
+    if (colon == std::string::npos) return -1;
+    std::vector<uint32_t> members;
+    for (size_t at = colon + 2; at < out.size() && out[at] != '\n';) {
+      members.push_back(static_cast<uint32_t>(std::strtoul(out.c_str() + at, nullptr, 10)));
+      const size_t next = out.find(", ", at);
+      if (next == std::string::npos || next > out.find('\n', at)) break;
+      at = next + 2;
+    }
+    EXPECT_EQ(members.size(), 3u) << out;
+    if (members.size() != 3) return -1;
+    auto cs = (*cl)->cluster_status();
+    EXPECT_TRUE(cs.ok()) << cs.status().ToString();
+    if (!cs.ok()) return -1;
+    for (const auto& t : cs->targets) {
+      if (t.id != members[static_cast<size_t>(pos)]) continue;
+      for (int i = 0; i < 3; ++i) {
+        if (t.address == cluster_->ods_address(i)) return i;
+      }
+    }
+    ADD_FAILURE() << "no data server has target " << members[static_cast<size_t>(pos)] << ": " << out;
+    return -1;
+  }
+};
+
+TEST_P(ChainMemberKill, EveryWriteAndByteSurvivesTheKilledMember) {
+  start(3, 1);
+  if (HasFatalFailure()) return;
+  const int victim = member_of_first_file(GetParam());
+  ASSERT_GE(victim, 0);
+  std::printf("member %d of the chain of /r/w0 is data server %d\n", GetParam(), victim);
+  precreated_ = true;
+  write_while_killing(victim, 3);
+  if (HasFatalFailure()) return;
+  verify_all();
+  if (HasFatalFailure()) return;
+  restart_and_scrub(victim);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadMiddleTail, ChainMemberKill, ::testing::Values(0, 1, 2),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return std::string(p.param == 0 ? "Head" : p.param == 1 ? "Middle" : "Tail");
+                         });
 
 TEST_F(ChainFailover, OneReplicaGivesEioNamingTheChunkTargetAndAddress) {
   start(1);
