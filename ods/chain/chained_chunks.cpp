@@ -370,6 +370,36 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
   return Status::OK();
 }
 
+Result<bool> ChainedChunks::roll_forward(const ChainPlace& place, const ChunkKey& key) {
+  const std::string what = "roll-forward of " + key.describe() + " of chain " +
+                           std::to_string(place.chain_id);
+  if (!place.head) {
+    return Status::StaleChain(what + ": target " + std::to_string(view_.own_id()) +
+                              " is not the head under version " + std::to_string(place.version));
+  }
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto found, chunks_.find(key, place.chain_id, false));
+  if (!found || found->chain_id != place.chain_id || !found->dirty() || found->incomplete) {
+    return false;
+  }
+  ChunkRecord rec = *found;
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+  const uint64_t v = rec.version + 1;
+  rec.version = v;
+  if (place.successor == 0) rec.committed_version = v;
+  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, size), what);
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_TRUNCATE;
+    u.version = v;
+    u.size = size;
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  }
+  SURGE_RETURN_IF_ERROR(commit(key, rec, v, false));
+  return true;
+}
+
 Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardRequest& req,
                               const ChainPlace& place, net::PoolBuffer buf,
                               pb::ChainForwardReply& resp) {

@@ -62,6 +62,13 @@ class ChainedChunks {
                 const ChainPlace& place, net::PoolBuffer buf,
                 proto::ods::ResyncChunkReply& resp);
 
+  // At the head of place's chain: if key is still dirty (and complete)
+  // under its update order, gives it a new version that changes no byte
+  // (a truncate to its own size), forwards that down the chain (a member
+  // that missed the pending update gets the chunk whole) and commits it.
+  // True when it rolled the chunk forward, false when it was clean.
+  Result<bool> roll_forward(const ChainPlace& place, const ChunkKey& key);
+
   UpdateOrder& order() { return order_; }
 
  private:

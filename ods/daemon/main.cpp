@@ -26,6 +26,7 @@
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
 #include "ods/chain/resync_source.h"
+#include "ods/chain/roll_forward.h"
 #include "ods/daemon/ods_config.h"
 #include "ods/service/ods_service.h"
 #include "ods/store/chunk_store.h"
@@ -102,9 +103,15 @@ int run(const OdsConfig& cfg) {
                      cfg.mds.empty() ? nullptr : &chained);
   // The resync source of the chains whose SYNCING member follows us.
   ResyncSource resync(**chunks, chains, forwarder, chained.order());
+  // The head of a chain that changed rolls its dirty chunks forward.
+  RollForward roll(**chunks, chains, chained);
   if (!cfg.mds.empty()) {
-    chains.on_change([&resync] { resync.poke(); });
+    chains.on_change([&resync, &roll] {
+      resync.poke();
+      roll.poke();
+    });
     resync.start();
+    roll.start();
   }
   service.register_handlers(**server);
   service.watch_metrics(metrics::Registry::global());
@@ -157,6 +164,7 @@ int run(const OdsConfig& cfg) {
   if (mds) mds->stop();
   chains.on_change(nullptr);
   resync.stop();
+  roll.stop();
   if (metrics_http) metrics_http->stop();
   (*server)->stop();
   return 0;  // the store syncs and closes as it goes out of scope

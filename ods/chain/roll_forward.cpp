@@ -1,0 +1,96 @@
+// RollForward: the head's pass over its dirty chunks after a chain change.
+// See roll_forward.h.
+#include "ods/chain/roll_forward.h"
+
+#include <chrono>
+
+#include "common/log.h"
+
+namespace surge::ods {
+namespace {
+
+constexpr size_t kPage = 1024;
+
+}  // namespace
+
+RollForward::RollForward(ChunkStore& chunks, ChainView& view, ChainedChunks& chained)
+    : chunks_(chunks), view_(view), chained_(chained) {}
+
+RollForward::~RollForward() { stop(); }
+
+void RollForward::start() { thread_ = std::thread([this] { run(); }); }
+
+void RollForward::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RollForward::poke() {
+  {
+    std::lock_guard lk(mu_);
+    poked_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RollForward::run() {
+  std::unique_lock lk(mu_);
+  bool again = false;  // a chain was left not done: look again in a second
+  while (!stop_) {
+    cv_.wait_for(lk, std::chrono::seconds(1), [&] { return stop_ || poked_; });
+    if (stop_) break;
+    if (!poked_ && !again) continue;
+    poked_ = false;
+    again = false;
+    lk.unlock();
+    for (const ChainPlace& p : view_.places()) {
+      if (!p.head) continue;
+      auto d = done_.find(p.chain_id);
+      if (d != done_.end() && d->second == p.version) continue;
+      uint64_t rolled = 0;
+      Status st = pass(p, &rolled);
+      if (rolled > 0) {
+        SLOG_INFO("chain {} (version {}): rolled {} dirty chunks forward to every member",
+                  p.chain_id, p.version, rolled);
+      }
+      if (st.ok()) {
+        done_[p.chain_id] = p.version;
+      } else {
+        SLOG_WARN("rolling the dirty chunks of chain {} (version {}) forward: {}; trying again",
+                  p.chain_id, p.version, st.ToString());
+        again = true;
+      }
+      std::lock_guard sl(mu_);
+      if (stop_) break;
+    }
+    lk.lock();
+  }
+}
+
+Status RollForward::pass(const ChainPlace& place, uint64_t* rolled) {
+  std::optional<ChunkKey> after;
+  Status first_error;
+  for (;;) {
+    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kPage));
+    for (const auto& [key, rec] : page) {
+      if (!rec.dirty() || rec.incomplete) continue;
+      Result<bool> r = chained_.roll_forward(place, key);
+      if (!r.ok()) {
+        // StaleChain: the map moved, the next pass runs under it.
+        if (r.status().code() == Code::kStaleChain) return r.status();
+        if (first_error.ok()) first_error = r.status();
+        continue;
+      }
+      if (*r) ++*rolled;
+    }
+    if (page.size() < kPage) break;
+    after = page.back().first;
+  }
+  return first_error;
+}
+
+}  // namespace surge::ods
