@@ -70,6 +70,7 @@ class ChainedChunks {
   Result<bool> roll_forward(const ChainPlace& place, const ChunkKey& key);
 
   UpdateOrder& order() { return order_; }
+  ChunkStore& chunks() { return chunks_; }
 
  private:
   // The record of the ref's chunk (made when create), checked against the

@@ -536,6 +536,32 @@ Status OdsService::scrub(const pb::ScrubRequest& req, pb::ScrubReply& resp) {
     b->set_object_id(id);
     b->set_offset(off);
   }
+  // The chunks of chained files live in an object store of their own
+  // (data_dir/chunks/) with the same fan-out: the same directories of it.
+  if (chained_ != nullptr && stats.bad.size() < 1024) {
+    ChunkStore& chunks = chained_->chunks();
+    ObjectStore::ScrubStats cs;
+    SURGE_RETURN_IF_ERROR(chunks.objects().scrub(req.first_dir(), req.dir_count(),
+                                                 1024 - stats.bad.size(), cs));
+    resp.set_objects_checked(resp.objects_checked() + cs.objects);
+    resp.set_bytes_checked(resp.bytes_checked() + cs.bytes);
+    for (const auto& [id, off] : cs.bad) {
+      SURGE_ASSIGN_OR_RETURN(auto owner, chunks.index().find_object(id));
+      if (!owner) {
+        // Bytes no record names (a chunk removed as the scrub read it).
+        SLOG_WARN("scrub: chunk object {} has a bad block at {} and no chunk record", id, off);
+        continue;
+      }
+      auto* b = resp.add_bad_blocks();
+      b->set_offset(off);
+      pb::ChunkRef* ref = b->mutable_chunk();
+      ref->set_target_id(chains_ != nullptr ? chains_->own_id() : 0);
+      ref->set_chain_id(owner->second.chain_id);
+      ref->set_ino(owner->first.ino);
+      ref->set_slot(owner->first.slot);
+      ref->set_position(owner->first.position);
+    }
+  }
   resp.set_next_dir(std::min<uint32_t>(ObjectStore::kFanoutDirs, req.first_dir() + req.dir_count()));
   return Status::OK();
 }

@@ -200,6 +200,24 @@ Result<std::vector<std::pair<ChunkKey, ChunkRecord>>> ChunkIndex::list(
   return out;
 }
 
+Result<std::optional<std::pair<ChunkKey, ChunkRecord>>> ChunkIndex::find_object(
+    uint64_t object_id) const {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek("k"); it->Valid(); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    if (!k.starts_with("k") || k.size() != 1 + 8 + 4 + 4) break;
+    ChunkKey key;
+    key.ino = get_be(k.data() + 1, 8);
+    key.slot = static_cast<uint32_t>(get_be(k.data() + 9, 4));
+    key.position = static_cast<uint32_t>(get_be(k.data() + 13, 4));
+    SURGE_ASSIGN_OR_RETURN(ChunkRecord rec, decode(key, it->value().ToString()));
+    if (rec.object_id == object_id) return std::optional(std::make_pair(key, rec));
+  }
+  SURGE_RETURN_IF_ERROR(db_status(it->status(), "look up the chunk of object " +
+                                                    std::to_string(object_id) + " in " + dir_));
+  return std::optional<std::pair<ChunkKey, ChunkRecord>>();
+}
+
 Status ChunkIndex::sync() {
   return db_status(db_->SyncWAL(), "sync the chunk index " + dir_);
 }

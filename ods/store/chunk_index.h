@@ -69,6 +69,9 @@ class ChunkIndex {
   Result<std::vector<std::pair<ChunkKey, ChunkRecord>>> list(uint32_t chain_id,
                                                              std::optional<ChunkKey> after,
                                                              size_t max) const;
+  // The chunk whose bytes are object `object_id` (a scan of every record:
+  // for the rare bad block a scrub finds), or nullopt.
+  Result<std::optional<std::pair<ChunkKey, ChunkRecord>>> find_object(uint64_t object_id) const;
   // Makes every write so far durable.
   Status sync();
 

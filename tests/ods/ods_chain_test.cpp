@@ -4,8 +4,13 @@
 // is read back directly.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "tests/ods/chain_cluster.h"
 
@@ -477,6 +482,62 @@ TEST(OdsChainResync, AReturningMemberGetsOnlyTheChangedChunksThenServes) {
   const std::string log = cl.log_of(0);
   EXPECT_EQ(sum_after(log, "sent"), 3u) << log;
   EXPECT_EQ(sum_after(log, "unchanged"), 3u) << log;
+}
+
+}  // namespace
+}  // namespace surge::ods::testing
+
+namespace surge::ods::testing {
+namespace {
+
+// OdsScrub covers the chunks of chained files too (their own object store
+// under data_dir/chunks/): a flipped byte in a chunk's bytes is found and
+// named by its chunk (chain, ino, slot, position), not by an object id.
+TEST(OdsChainScrub, AFlippedByteInAChunkIsFoundAndNamedByItsChunk) {
+  ChainCluster cl;
+  cl.start({.data_servers = 1, .replicas = 1});
+  cl.wait_targets_up();
+  auto [ino, chain_id] = cl.create("scrubbed");
+  const mpb::Chain c = cl.chain(chain_id);
+  const pb::ChunkRef ref = ChainCluster::ref(c.members(0).target_id(), c, ino);
+  auto d = pattern(4 * 4096, 8);
+  ASSERT_TRUE(cl.write(ref, 0, d, true).ok());
+  std::string found;
+  for (auto& e : std::filesystem::recursive_directory_iterator(cl.ods(0).dir + "/chunks")) {
+    if (e.path().extension() == ".dat") found = e.path();
+  }
+  ASSERT_FALSE(found.empty()) << "no chunk data file under " << cl.ods(0).dir << "/chunks";
+  {
+    int fd = ::open(found.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    char b = 0;
+    ASSERT_EQ(::pread(fd, &b, 1, 2 * 4096 + 9), 1);
+    b ^= 1;
+    ASSERT_EQ(::pwrite(fd, &b, 1, 2 * 4096 + 9), 1);
+    ::close(fd);
+  }
+  uint64_t objects = 0;
+  std::vector<pb::BadBlock> bad;
+  for (uint32_t dir = 0; dir < 65536;) {
+    pb::ScrubRequest q;
+    q.set_first_dir(dir);
+    q.set_dir_count(4096);
+    pb::ScrubReply a;
+    Status st = cl.client(ref.target_id()).channel().call<pb::OdsScrub>(q, &a);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    objects += a.objects_checked();
+    for (const auto& b : a.bad_blocks()) bad.push_back(b);
+    ASSERT_GT(a.next_dir(), dir);
+    dir = a.next_dir();
+  }
+  EXPECT_EQ(objects, 1u) << "the chunk was not scrubbed";
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].object_id(), 0u);
+  EXPECT_EQ(bad[0].offset(), 2u * 4096);
+  EXPECT_EQ(bad[0].chunk().chain_id(), chain_id);
+  EXPECT_EQ(bad[0].chunk().ino(), ino);
+  EXPECT_EQ(bad[0].chunk().slot(), 0u);
+  EXPECT_EQ(bad[0].chunk().target_id(), ref.target_id());
 }
 
 }  // namespace
