@@ -7,6 +7,7 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
+#include "ods/chain/chunk_lives.h"
 #include "ods/store/block_checksum.h"
 
 namespace surge::ods {
@@ -106,6 +107,13 @@ Result<std::optional<ChunkRecord>> ChainedChunks::record(const ChunkKey& key,
   return rec;
 }
 
+ChunkRecord ChainedChunks::begin_life(ChunkRecord rec) const {
+  if (rec.version == 0 && rec.committed_version == 0 && !rec.incomplete) {
+    rec.version = rec.committed_version = life_base(view_.own_id(), rec.object_id);
+  }
+  return rec;
+}
+
 Status ChainedChunks::commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync) {
   if (rec.version == v && rec.committed_version != v) {
     rec.committed_version = v;
@@ -142,7 +150,7 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
-  ChunkRecord rec = *found;
+  ChunkRecord rec = begin_life(*found);
   const uint32_t pbytes = req.piece_bytes();
   std::vector<uint32_t> whole_crc{req.crc32c()};
   size_t first_piece = 0;
@@ -253,7 +261,7 @@ Status ChainedChunks::truncate(const pb::TruncateRequest& req, const ChainPlace&
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
-  ChunkRecord rec = *found;
+  ChunkRecord rec = begin_life(*found);
   const uint64_t v = rec.version + 1;
   rec.version = v;
   if (place.successor == 0) rec.committed_version = v;
@@ -346,7 +354,7 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
-  ChunkRecord rec = *found;
+  ChunkRecord rec = begin_life(*found);
   const uint64_t v = rec.version + 1;
   rec.version = v;
   if (place.successor == 0) rec.committed_version = v;
@@ -451,7 +459,11 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = *found;
   const uint64_t v = req.update_version();
-  if (v > rec.version + 1) {
+  // Only updates of the life we hold, or a life's first update onto a chunk
+  // we do not hold (chunk_lives.h); else the chunk comes over whole.
+  const bool fresh_life = rec.version == 0 && !rec.incomplete && first_of_life(v);
+  if (fresh_life) rec.version = v - 1;
+  if (v > rec.version + 1 || (life_of(v) != life_of(rec.version) && !fresh_life)) {
     return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
                                    " holds version " + std::to_string(rec.version));
   }

@@ -77,6 +77,9 @@ class ChainedChunks {
   // ref's chain.
   Result<std::optional<ChunkRecord>> record(const ChunkKey& key, const proto::ods::ChunkRef& ref,
                                             bool create);
+  // rec as the head takes it for an update: a chunk not held yet starts a
+  // new life (chunk_lives.h).
+  ChunkRecord begin_life(ChunkRecord rec) const;
   // Marks rec committed at version v (if it still is at v) and stores it.
   Status commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync);
 

@@ -542,3 +542,50 @@ TEST(OdsChainScrub, AFlippedByteInAChunkIsFoundAndNamedByItsChunk) {
 
 }  // namespace
 }  // namespace surge::ods::testing
+
+namespace surge::ods::testing {
+namespace {
+
+// A chunk removed and written again while a replica is away: the rewrite
+// is a new life of the chunk (ods/chain/chunk_lives.h), so its version
+// differs from the old copy's even with as many updates, and the resync
+// brings the returning replica the new bytes instead of comparing the
+// stale chunk equal.
+TEST(OdsChainLives, ARemovedAndRewrittenChunkReachesAReplicaAwayMeanwhile) {
+  ChainCluster cl;
+  cl.start({.data_servers = 2, .replicas = 2, .target_timeout_ms = 1000});
+  cl.wait_targets_up();
+  auto [ino, chain_id] = cl.create("relived");
+  const auto old_bytes = pattern(300000, 61), new_bytes = pattern(300000, 62);
+  {
+    const mpb::Chain c = cl.chain(chain_id);
+    auto w = cl.write(ChainCluster::ref(ChainCluster::write_chain(c)[0], c, ino), 0, old_bytes);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  }
+  const uint32_t away = cl.ods(1).id, stays = cl.ods(0).id;
+  cl.ods(1).proc.kill(SIGKILL);
+  mpb::Chain c = cl.wait_chain(chain_id, [&](const mpb::Chain& ch) {
+    return ChainCluster::write_chain(ch) == std::vector<uint32_t>{stays};
+  });
+  // Removed and written again with as many updates (one).
+  ASSERT_TRUE(cl.remove(ChainCluster::ref(stays, c, ino)).ok());
+  auto w = cl.write(ChainCluster::ref(stays, c, ino), 0, new_bytes);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  cl.restart_ods(1);
+  ASSERT_EQ(cl.ods(1).id, away);
+  c = cl.wait_chain(chain_id, [](const mpb::Chain& ch) {
+    int serving = 0;
+    for (const auto& m : ch.members()) serving += m.state() == mpb::MEMBER_SERVING;
+    return serving == 2;
+  });
+  auto r = cl.read(ChainCluster::ref(away, c, ino), 0, 1 << 20);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(*r == new_bytes) << "the returned replica serves the bytes of the removed chunk";
+  auto s_away = cl.stat(ChainCluster::ref(away, c, ino));
+  auto s_stays = cl.stat(ChainCluster::ref(stays, c, ino));
+  ASSERT_TRUE(s_away.ok() && s_stays.ok());
+  EXPECT_EQ(s_away->chunk_version(), s_stays->chunk_version());
+}
+
+}  // namespace
+}  // namespace surge::ods::testing
