@@ -26,6 +26,7 @@ namespace surge::mds {
 struct ChainTableOptions {
   uint32_t strides = 4;                // chains per target per width (formation)
   uint64_t replace_after_ms = 600000;  // an OFFLINE member this long is replaced
+  uint32_t rebalance_max_moves = 4;    // rebalance moves in flight at once
 };
 
 // A target as placement and replacement see it.
@@ -106,6 +107,20 @@ class ChainTable {
   // chains, the first weighted by free space. Empty when none is placeable.
   std::vector<uint32_t> pick(const ChainShape& shape, uint32_t chain_count,
                              const std::vector<TargetView>& targets);
+
+  // Rebalance (chain_rebalance.cpp): a target's load is the sum over its
+  // chains of (the chain's bytes, chain_bytes, + 1); starts moves of
+  // memberships from the heaviest targets that can take members to the
+  // lightest while a move narrows the gap, up to max_moves rebalance moves
+  // in flight; only chains whose members all serve and that have no move
+  // under way give one up. dry_run changes nothing. Returns the moves
+  // started (or that would be).
+  static constexpr const char* kRebalanceReason = "rebalance";
+  std::vector<proto::mds::ChainMoveOfChain> rebalance(
+      const std::vector<TargetView>& targets, const std::map<uint32_t, uint64_t>& chain_bytes,
+      uint32_t max_moves, bool dry_run, uint64_t now_ms);
+  // Rebalance moves not yet finished.
+  uint32_t rebalance_in_flight() const;
 
   // How many chains list target (any state).
   uint32_t memberships(uint32_t target_id) const;

@@ -85,6 +85,9 @@ class ClusterMap {
   // A resync source's progress or end (ChainTable::sync_report).
   Result<proto::mds::ReportChainSyncReply> report_chain_sync(
       const proto::mds::ReportChainSyncRequest& req);
+  // surgectl rebalance (ChainTable::rebalance); max_moves 0: the
+  // configured bound. Persisted before it answers.
+  Result<proto::mds::RebalanceReply> rebalance(const proto::mds::RebalanceRequest& req);
   // The chains a layout names, as the map holds them now (getstripe).
   std::vector<proto::mds::Chain> chains_named(const proto::mds::Layout& layout) const;
   // The head of a chain (its first SERVING member) with its address and

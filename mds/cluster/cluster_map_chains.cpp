@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "mds/cluster/chain_usage.h"
 #include "mds/cluster/cluster_map.h"
 
 namespace surge::mds {
@@ -155,6 +156,28 @@ std::vector<pb::Chain> ClusterMap::chains_named(const pb::Layout& layout) const 
     if (c != nullptr) out.push_back(chains_.shipped(*c));
   }
   return out;
+}
+
+}  // namespace surge::mds
+
+namespace surge::mds {
+
+Result<pb::RebalanceReply> ClusterMap::rebalance(const pb::RebalanceRequest& req) {
+  // The scan runs without the lock: it reads every inode.
+  SURGE_ASSIGN_OR_RETURN(auto bytes, chain_bytes(kv_));
+  std::lock_guard lk(mu_);
+  const uint32_t bound = req.max_moves() != 0 ? req.max_moves() : opts_.chains.rebalance_max_moves;
+  const uint64_t before = chains_.version();
+  pb::RebalanceReply r;
+  for (auto& mv : chains_.rebalance(views_locked(), bytes, bound, req.dry_run(), now_ms())) {
+    *r.add_moves() = std::move(mv);
+  }
+  if (chains_.version() != before) {
+    ++version_;
+    SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting the rebalance moves");
+  }
+  r.set_map_version(version_);
+  return r;
 }
 
 }  // namespace surge::mds

@@ -84,6 +84,7 @@ int run(const MdsConfig& cfg) {
   mopts.min_free_bytes = cfg.target_min_free_bytes;
   mopts.chains.strides = cfg.chain_strides;
   mopts.chains.replace_after_ms = cfg.chain_replace_after_ms;
+  mopts.chains.rebalance_max_moves = cfg.chain_rebalance_max_moves;
   auto map = ClusterMap::Load(dd->kv.get(), dd->fs_id, mopts);
   if (!map.ok()) return fail(map.status());
 

@@ -40,7 +40,8 @@ std::map<std::string, std::map<std::string, Field>> fields(MdsConfig& c) {
       {"chains",
        {{"strides", &c.chain_strides},
         {"failure_probe_ms", &c.chain_failure_probe_ms},
-        {"replace_after_ms", &c.chain_replace_after_ms}}},
+        {"replace_after_ms", &c.chain_replace_after_ms},
+        {"rebalance_max_moves", &c.chain_rebalance_max_moves}}},
       {"sessions",
        {{"heartbeat_interval_ms", &c.session_heartbeat_interval_ms},
         {"timeout_ms", &c.session_timeout_ms}}},
@@ -135,6 +136,9 @@ Status validate_config(const MdsConfig& c) {
   if (c.chain_strides < 1) return Status::InvalidArgument("chains.strides must be >= 1");
   if (c.chain_failure_probe_ms < 1) {
     return Status::InvalidArgument("chains.failure_probe_ms must be >= 1");
+  }
+  if (c.chain_rebalance_max_moves < 1) {
+    return Status::InvalidArgument("chains.rebalance_max_moves must be >= 1");
   }
   return Status::OK();
 }

@@ -41,6 +41,7 @@ struct MdsConfig {
   uint32_t chain_strides = 4;
   uint32_t chain_failure_probe_ms = 500;
   uint64_t chain_replace_after_ms = 600000;
+  uint32_t chain_rebalance_max_moves = 4;
   // [sessions]
   uint32_t session_heartbeat_interval_ms = 2000;
   uint32_t session_timeout_ms = 30000;

@@ -78,6 +78,14 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
                                }));
         return Status::OK();
       });
+  bind<MdsRebalance>(server, metrics, "rebalance",
+                     [&map](RpcContext& ctx, const RebalanceRequest& req,
+                            RebalanceReply& resp) -> Status {
+                       SURGE_ASSIGN_OR_RETURN(resp, map.rebalance(req));
+                       SLOG_INFO("rebalance{} by {}: {} moves started", req.dry_run() ? " (dry run)" : "",
+                                 ctx.peer(), resp.moves_size());
+                       return Status::OK();
+                     });
   bind<MdsReportChainSync>(
       server, metrics, "report_chain_sync",
       [&map](RpcContext&, const ReportChainSyncRequest& req, ReportChainSyncReply& resp) -> Status {

@@ -201,6 +201,15 @@ Status LocalCluster::start_ods(int i) {
 
 std::string LocalCluster::ods_address(int i) const { return addr(ods_ports_[static_cast<size_t>(i)]); }
 
+Status LocalCluster::add_ods(int* index) {
+  const int i = static_cast<int>(ods_ports_.size());
+  ods_ports_.push_back(free_port());
+  ods_pids_.push_back(-1);
+  SURGE_RETURN_IF_ERROR(start_ods(i));
+  *index = i;
+  return wait_targets_up(i + 1, scaled(15000));
+}
+
 Status LocalCluster::kill_ods(int i) {
   stop_proc(ods_pids_[i]);
   return Status::OK();

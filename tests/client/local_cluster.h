@@ -70,6 +70,9 @@ class LocalCluster {
   // Fault injection.
   Status kill_ods(int i);         // SIGKILL, waits for the exit
   Status start_ods(int i);        // same data dir and port as before
+  // A new data server (the next index, a fresh data dir and port), up in
+  // the map when it returns; its index in *index.
+  Status add_ods(int* index);
   Status kill_mds();
   Status start_mds();
   Status wait_targets_up(int n, int timeout_ms);

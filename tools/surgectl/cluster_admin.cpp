@@ -49,6 +49,18 @@ Result<pb::SetTargetDrainReply> ClusterAdmin::set_draining(uint32_t target_id, b
   return resp;
 }
 
+Result<pb::RebalanceReply> ClusterAdmin::rebalance(bool dry_run, uint32_t max_moves) {
+  pb::RebalanceRequest req;
+  req.set_dry_run(dry_run);
+  req.set_max_moves(max_moves);
+  pb::RebalanceReply resp;
+  Status st = channel_->call<pb::MdsRebalance>(req, &resp);
+  if (!st.ok()) {
+    return Status(st.code(), "rebalance at the MDS " + address_ + ": " + st.message());
+  }
+  return resp;
+}
+
 Result<pb::GetLayoutReply> ClusterAdmin::get_layout(uint64_t ino, const pb::Credentials& cred) {
   pb::GetLayoutRequest req;
   *req.mutable_cred() = cred;

@@ -23,6 +23,9 @@ class ClusterAdmin {
   Result<proto::mds::ClusterMap> cluster_map();
   // NotFound (naming the known ids) for a target the map does not hold.
   Result<proto::mds::SetTargetDrainReply> set_draining(uint32_t target_id, bool draining);
+  // Starts moves of chain memberships onto the emptiest targets (at most
+  // max_moves in flight; 0: the MDS's bound); dry_run only lists them.
+  Result<proto::mds::RebalanceReply> rebalance(bool dry_run, uint32_t max_moves);
   // A file's or directory's layout (with the chains it names), and setting
   // a directory's default or an empty file's layout, as the caller cred.
   Result<proto::mds::GetLayoutReply> get_layout(uint64_t ino, const proto::mds::Credentials& cred);

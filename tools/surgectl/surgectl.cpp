@@ -2,6 +2,7 @@
 //   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | chains | df
 //   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N] | getstripe PATH
 //   surgectl ... drain TARGET_ID [--wait] | undrain TARGET_ID   (or drain --off)
+//   surgectl ... rebalance [--dry-run] [--max-moves N] [--wait]
 //   surgectl ... scrub [--target ID] [--crc-only]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
 // PATH / DIR: a path under a Surge mount (/mnt/surge/dir) or a path in
@@ -26,6 +27,7 @@
 #include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
 #include "tools/surgectl/drain_wait.h"
+#include "tools/surgectl/rebalance.h"
 #include "tools/surgectl/mount_path.h"
 #include "tools/surgectl/json_output.h"
 #include "tools/surgectl/replica_compare.h"
@@ -342,6 +344,17 @@ int main(int argc, char** argv) {
   auto* undrain = app.add_subcommand(
       "undrain", "clear a data server's draining mark: new files may use it again");
   undrain->add_option("target_id", drain_id, "target id (surgectl targets)")->required();
+  bool rebalance_dry = false, rebalance_wait = false;
+  uint32_t rebalance_max = 0;
+  auto* rebalance_cmd = app.add_subcommand(
+      "rebalance",
+      "move chain memberships from the fullest data servers to the emptiest (a new one takes its "
+      "fair share), a few chains at a time, each synced before the old member leaves");
+  rebalance_cmd->add_flag("--dry-run", rebalance_dry, "only list the moves it would start");
+  rebalance_cmd->add_option("--max-moves", rebalance_max,
+                            "moves in flight at once (0: the MDS's chains.rebalance_max_moves)");
+  rebalance_cmd->add_flag("--wait", rebalance_wait,
+                          "keep going as moves finish until the targets are balanced");
   int64_t scrub_target = -1;
   int slice_timeout_s = 600;
   auto* scrub_cmd = app.add_subcommand("scrub",
@@ -380,7 +393,7 @@ int main(int argc, char** argv) {
   }
 
   if (status->parsed() || targets->parsed() || chains->parsed() || drain->parsed() ||
-      undrain->parsed() || scrub_cmd->parsed()) {
+      undrain->parsed() || scrub_cmd->parsed() || rebalance_cmd->parsed()) {
     auto key = surge::net::load_cluster_key(key_file);
     if (!key.ok()) return fail(key.status());
     auto admin = surge::tools::ClusterAdmin::Connect(mds, *key, std::chrono::milliseconds(5000));
@@ -403,6 +416,9 @@ int main(int argc, char** argv) {
       return surge::tools::wait_drained(*admin, drain_id, json);
     }
     if (undrain->parsed()) return set_drain(*admin, drain_id, false, json);
+    if (rebalance_cmd->parsed()) {
+      return surge::tools::rebalance(*admin, rebalance_dry, rebalance_max, rebalance_wait, json);
+    }
     return scrub(*admin, *key, scrub_target, slice_timeout_s, crc_only, json);
   }
 
