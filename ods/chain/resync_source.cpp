@@ -1,7 +1,9 @@
 // ResyncSource: list, compare, send whole, report. See resync_source.h.
 #include "ods/chain/resync_source.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "common/log.h"
 #include "net/proto/ods_methods.h"
@@ -116,6 +118,27 @@ Status ResyncSource::resync(const ChainPlace& place) {
   }
 
   Progress p;
+  // What is to send, measured first (without the update orders: an
+  // estimate, so the MDS can show bytes left and a rate from the start;
+  // the pass below corrects it as it goes).
+  {
+    std::optional<ChunkKey> from;
+    for (;;) {
+      SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, from, kPage));
+      for (const auto& [key, rec] : page) {
+        auto it = theirs.find(key);
+        if (it != theirs.end() && !it->second.incomplete() && it->second.version() == rec.version) {
+          continue;
+        }
+        auto size = chunks_.size(rec);
+        p.chunks_total++;
+        p.bytes_total += size.ok() ? *size : 0;
+      }
+      if (page.size() < kPage) break;
+      from = page.back().first;
+    }
+    SURGE_RETURN_IF_ERROR(report(place, p, false));
+  }
   auto last_report = std::chrono::steady_clock::now();
   auto maybe_report = [&]() -> Status {
     if (std::chrono::steady_clock::now() - last_report < kReportEvery) return Status::OK();
@@ -139,12 +162,12 @@ Status ResyncSource::resync(const ChainPlace& place) {
         continue;
       }
       SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(*rec));
-      p.chunks_total++;
-      p.bytes_total += size;
       SURGE_RETURN_IF_ERROR(forwarder_.send_whole(place.chain_id, place.version, place.successor,
                                                   place.successor_address, key, rec));
       p.chunks_done++;
       p.bytes_done += size;
+      p.chunks_total = std::max(p.chunks_total, p.chunks_done);
+      p.bytes_total = std::max(p.bytes_total, p.bytes_done);
       SURGE_RETURN_IF_ERROR(maybe_report());
     }
     if (page.size() < kPage) break;
@@ -155,12 +178,14 @@ Status ResyncSource::resync(const ChainPlace& place) {
     auto order = order_.lock(key);
     SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.index().get(key));
     if (rec) continue;  // written meanwhile: it went down the chain
-    p.chunks_total++;
+    p.chunks_total = std::max(p.chunks_total, p.chunks_done + 1);
     SURGE_RETURN_IF_ERROR(forwarder_.send_whole(place.chain_id, place.version, place.successor,
                                                 place.successor_address, key, std::nullopt));
     p.chunks_done++;
     SURGE_RETURN_IF_ERROR(maybe_report());
   }
+  p.chunks_total = p.chunks_done;
+  p.bytes_total = p.bytes_done;
   SURGE_RETURN_IF_ERROR(report(place, p, true));
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -3,7 +3,8 @@
 // the last SERVING member and its successor is SYNCING, it lists the
 // successor's chunks of that chain (OdsListChunks, paged), sends every
 // chunk whose version differs, that is incomplete there or missing there
-// whole (OdsResyncChunk), removes the ones it no longer holds, reports
+// whole (OdsResyncChunk), removes the ones it no longer holds (it first
+// measures what differs, so its reports carry bytes left), reports
 // progress to the MDS about once a second (MdsReportChainSync) and finally
 // done under the chain version it synced with; the MDS then makes the
 // member SERVING. Each chunk is compared and sent under its update order,

@@ -85,6 +85,12 @@ TEST_F(SurgectlChains, AKilledDataServerLeavesItsChainsDegraded) {
   EXPECT_TRUE(has(out, "\"state\":\"offline\"")) << out;
   ASSERT_EQ(surgectl("status", &out), 0) << out;
   EXPECT_TRUE(has(out, "degraded")) << out;
+  // Each chain that is not healthy gets a line of its own, members and all.
+  EXPECT_TRUE(has(out, " degraded: ")) << out;
+  EXPECT_TRUE(has(out, " offline")) << out;
+  ASSERT_EQ(surgectl("--json status", &out), 0) << out;
+  EXPECT_TRUE(has(out, "\"chains_not_healthy\":[{\"id\":")) << out;
+  EXPECT_TRUE(has(out, "\"sync\":{\"members\":0,")) << out;
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ using Json = nlohmann::json;
 // Every surgectl subcommand this file checks the JSON of.
 const std::set<std::string> kCommandsChecked = {"status", "targets",   "chains", "df",
                                                 "setstripe", "getstripe", "drain", "undrain",
-                                                "scrub",  "keygen"};
+                                                "scrub",  "keygen", "rebalance"};
 
 class SurgectlJson : public SurgectlTest {
  protected:
@@ -207,6 +207,17 @@ TEST_F(SurgectlJson, ScrubCountsWhatItChecked) {
   EXPECT_EQ(s.at("unscrubbed_targets").get<int>(), 0);
   EXPECT_EQ(s.at("replica_differences").get<uint64_t>(), 0u);
   EXPECT_TRUE(s.at("chains").is_array());
+}
+
+TEST_F(SurgectlJson, RebalanceListsItsMovesAndTheTargets) {
+  // No file has data and formation balanced the chains: nothing to move.
+  Json r = json_of("rebalance --dry-run");
+  EXPECT_TRUE(r.at("moves").is_array());
+  EXPECT_EQ(r.at("moves").size(), 0u);
+  EXPECT_EQ(r.at("in_flight").get<uint32_t>(), 0u);
+  EXPECT_GT(r.at("map_version").get<uint64_t>(), 0u);
+  EXPECT_EQ(ids_of(r.at("targets")), (std::set<uint64_t>{1, 2, 3}));
+  for (const auto& t : r.at("targets")) EXPECT_TRUE(t.at("chains").is_number());
 }
 
 TEST_F(SurgectlJson, KeygenNamesTheKeyFile) {

@@ -65,10 +65,43 @@ std::string health_summary(const ChainHealthCounts& n) {
          std::to_string(n.unavailable) + " unavailable";
 }
 
+SyncTotals sync_totals(const pb::ChainTable& t) {
+  SyncTotals n;
+  for (const auto& c : t.chains()) {
+    for (const auto& p : c.sync()) {
+      ++n.members;
+      n.bytes_left += p.bytes_total() > p.bytes_done() ? p.bytes_total() - p.bytes_done() : 0;
+      n.bytes_per_sec += p.bytes_per_sec();
+    }
+  }
+  return n;
+}
+
+std::string sync_totals_text(const SyncTotals& s) {
+  if (s.members == 0) return "";
+  return std::to_string(s.members) + (s.members == 1 ? " member" : " members") +
+         " syncing: " + mib(s.bytes_left) + " left at " + mib(s.bytes_per_sec) + "/s";
+}
+
+std::string unhealthy_text(const pb::ChainTable& t) {
+  std::string out;
+  for (const auto& c : t.chains()) {
+    if (c.health() == pb::CHAIN_HEALTHY) continue;
+    out += "  chain " + std::to_string(c.chain_id()) + " " + health_name(c.health()) + ": " +
+           members_text(c);
+    const std::string sync = sync_text(c);
+    if (!sync.empty()) out += "; " + sync;
+    out += '\n';
+  }
+  return out;
+}
+
 void print_chains(const pb::ClusterMap& m) {
   const pb::ChainTable& t = m.chains();
   std::printf("chain table version %llu, %s\n", ull(t.version()),
               health_summary(count_health(t)).c_str());
+  const std::string totals = sync_totals_text(sync_totals(t));
+  if (!totals.empty()) std::printf("%s\n", totals.c_str());
   std::printf("%-6s %-12s %-8s %-11s %-5s %s\n", "chain", "scheme", "version", "health", "new",
               "members (head first)");
   for (const auto& c : t.chains()) {

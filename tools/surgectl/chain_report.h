@@ -24,6 +24,19 @@ ChainHealthCounts count_health(const proto::mds::ChainTable& t);
 // "12 chains: 10 healthy, 1 degraded, 1 resyncing, 0 rebuilding, 0 unavailable"
 std::string health_summary(const ChainHealthCounts& n);
 
+// Bytes left and rate summed over every member being synced (resync or
+// rebuild), as the resync sources last reported them.
+struct SyncTotals {
+  int members = 0;
+  uint64_t bytes_left = 0;
+  uint64_t bytes_per_sec = 0;
+};
+SyncTotals sync_totals(const proto::mds::ChainTable& t);
+// "2 members syncing: 120 MiB left at 45 MiB/s", or "" when none.
+std::string sync_totals_text(const SyncTotals& s);
+// One line per chain that is not healthy (surgectl status), or "".
+std::string unhealthy_text(const proto::mds::ChainTable& t);
+
 // The whole table, one line per chain (JSON: json_output.h).
 void print_chains(const proto::mds::ClusterMap& m);
 

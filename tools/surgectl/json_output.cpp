@@ -76,6 +76,10 @@ Json map_json(const std::string& mds_address, const pb::ClusterMap& m) {
     draining += t.draining();
     targets.push_back(target_json(t));
   }
+  Json not_healthy = Json::array();
+  for (const auto& c : m.chains().chains()) {
+    if (c.health() != pb::CHAIN_HEALTHY) not_healthy.push_back(chain_json(c));
+  }
   return Json{{"mds", mds_address},
               {"fs_id", m.fs_id()},
               {"map_version", m.version()},
@@ -83,6 +87,31 @@ Json map_json(const std::string& mds_address, const pb::ClusterMap& m) {
               {"targets_down", down},
               {"targets_draining", draining},
               {"chains", health_json(count_health(m.chains()))},
+              {"sync", sync_totals_json(sync_totals(m.chains()))},
+              {"chains_not_healthy", not_healthy},
+              {"targets", targets}};
+}
+
+Json sync_totals_json(const SyncTotals& s) {
+  return Json{{"members", s.members}, {"bytes_left", s.bytes_left},
+              {"bytes_per_sec", s.bytes_per_sec}};
+}
+
+Json rebalance_json(const std::vector<pb::ChainMoveOfChain>& moves, uint32_t in_flight,
+                    const pb::ClusterMap& m) {
+  Json mv = Json::array();
+  for (const auto& x : moves) {
+    mv.push_back(Json{{"chain", x.chain_id()},
+                      {"from", x.move().from_target_id()},
+                      {"to", x.move().to_target_id()}});
+  }
+  Json targets = Json::array();
+  for (const auto& t : m.targets()) {
+    targets.push_back(Json{{"id", t.target_id()}, {"chains", t.chain_memberships()}});
+  }
+  return Json{{"moves", mv},
+              {"in_flight", in_flight},
+              {"map_version", m.version()},
               {"targets", targets}};
 }
 
@@ -92,6 +121,7 @@ Json chains_json(const pb::ClusterMap& m) {
   for (const auto& c : t.chains()) chains.push_back(chain_json(c));
   return Json{{"chain_table_version", t.version()},
               {"health", health_json(count_health(t))},
+              {"sync", sync_totals_json(sync_totals(t))},
               {"chains", chains}};
 }
 

@@ -37,6 +37,12 @@ Json chain_json(const proto::mds::Chain& c);
 Json map_json(const std::string& mds_address, const proto::mds::ClusterMap& m);
 // surgectl chains: the chain table.
 Json chains_json(const proto::mds::ClusterMap& m);
+// {"members","bytes_left","bytes_per_sec"} summed over every member syncing.
+Json sync_totals_json(const SyncTotals& s);
+// surgectl rebalance: {"moves":[{"chain","from","to"}],"in_flight","map_version",
+// "targets":[{"id","chains"}]}
+Json rebalance_json(const std::vector<proto::mds::ChainMoveOfChain>& moves, uint32_t in_flight,
+                    const proto::mds::ClusterMap& m);
 // surgectl getstripe: the layout, and each slot's chain.
 Json layout_json(const std::string& path, const proto::mds::GetLayoutReply& r);
 // surgectl drain / undrain: the target as it now is.

@@ -6,6 +6,9 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "tools/surgectl/json_output.h"
 
 namespace surge::tools {
 
@@ -31,7 +34,7 @@ std::string move_text(const pb::ChainMoveOfChain& m) {
 
 int rebalance(ClusterAdmin& admin, bool dry_run, uint32_t max_moves, bool wait, bool json) {
   uint32_t started = 0;
-  std::string moves_json;
+  std::vector<pb::ChainMoveOfChain> all;
   for (;;) {
     auto r = admin.rebalance(dry_run, max_moves);
     if (!r.ok()) {
@@ -40,12 +43,8 @@ int rebalance(ClusterAdmin& admin, bool dry_run, uint32_t max_moves, bool wait, 
     }
     for (const auto& mv : r->moves()) {
       ++started;
-      if (json) {
-        moves_json += std::string(moves_json.empty() ? "" : ",") +
-                      "{\"chain\":" + std::to_string(mv.chain_id()) +
-                      ",\"from\":" + std::to_string(mv.move().from_target_id()) +
-                      ",\"to\":" + std::to_string(mv.move().to_target_id()) + "}";
-      } else {
+      all.push_back(mv);
+      if (!json) {
         std::printf("%s%s\n", dry_run ? "would move " : "moving ", move_text(mv).c_str());
         std::fflush(stdout);
       }
@@ -58,14 +57,7 @@ int rebalance(ClusterAdmin& admin, bool dry_run, uint32_t max_moves, bool wait, 
     const uint32_t in_flight = rebalance_moves_in_flight(*m);
     if (!wait || dry_run || (r->moves_size() == 0 && in_flight == 0)) {
       if (json) {
-        std::printf("{\"moves\":[%s],\"in_flight\":%u,\"map_version\":%llu,\"targets\":[",
-                    moves_json.c_str(), in_flight,
-                    static_cast<unsigned long long>(m->version()));
-        for (int i = 0; i < m->targets_size(); ++i) {
-          std::printf("%s{\"id\":%u,\"chains\":%u}", i ? "," : "", m->targets(i).target_id(),
-                      m->targets(i).chain_memberships());
-        }
-        std::printf("]}\n");
+        print_json(rebalance_json(all, in_flight, *m));
         return 0;
       }
       std::string per;

@@ -73,6 +73,9 @@ int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
         admin.mds_address().c_str(), ull(m->fs_id()), ull(m->version()), up, m->targets_size(),
         down, draining);
     std::printf("%s\n", surge::tools::health_summary(surge::tools::count_health(m->chains())).c_str());
+    const std::string totals = surge::tools::sync_totals_text(surge::tools::sync_totals(m->chains()));
+    if (!totals.empty()) std::printf("%s\n", totals.c_str());
+    std::printf("%s", surge::tools::unhealthy_text(m->chains()).c_str());
   }
   std::printf("%-6s %-28s %-9s %-8s %14s %14s %7s\n", "id", "address", "state", "drain",
               "capacity", "free", "chains");
