@@ -39,12 +39,7 @@ class ChainDrain : public ::testing::Test {
     auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
-    auto cl = cluster_->connect(kIoTimeoutMs);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    ASSERT_TRUE((*cl)->mkdir("/r", 0777).ok());
-    std::string out;
-    ASSERT_EQ(run_surgectl(*cluster_, "setstripe --replicas 2 --count 4 --size 1048576 /r", &out), 0)
-        << out;
+    ASSERT_EQ(make_replicated_dir(*cluster_, "/r", 2, 4, kIoTimeoutMs), "");
   }
 
   // Writes path with data in 1 MiB pwrites, fsync, close; "" or the error.

@@ -50,6 +50,20 @@ inline int run_surgectl(const LocalCluster& cluster, const std::string& args, st
             out);
 }
 
+// Makes dir through libsurge and gives it `replicas` copies over `count`
+// 1 MiB slots with surgectl setstripe; "" or what failed, naming dir.
+inline std::string make_replicated_dir(const LocalCluster& cluster, const std::string& dir,
+                                       int replicas, int count, int io_timeout_ms) {
+  auto cl = cluster.connect(io_timeout_ms);
+  if (!cl.ok()) return "connect: " + cl.status().ToString();
+  if (auto st = (*cl)->mkdir(dir, 0777); !st.ok()) return "mkdir " + dir + ": " + st.ToString();
+  std::string out;
+  const std::string args = "setstripe --replicas " + std::to_string(replicas) + " --count " +
+                           std::to_string(count) + " --size 1048576 " + dir;
+  if (run_surgectl(cluster, args, &out) != 0) return "surgectl " + args + ": " + out;
+  return "";
+}
+
 // The chains from `surgectl --json chains` output.
 inline std::vector<ChainState> parse_chains(const std::string& json) {
   static const std::regex chain_re(
