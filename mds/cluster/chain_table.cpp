@@ -550,8 +550,15 @@ Result<pb::Chain> ChainTable::sync_report(const pb::ReportChainSyncRequest& req,
 
 bool ChainTable::placeable(const pb::Chain& c, const std::map<uint32_t, TargetView>& t) const {
   if (!c.placement() || count_state(c, pb::MEMBER_SERVING) == 0) return false;
+  // An EC chain's positions are all needed: a new file on a chain with an
+  // offline position would hold only K + M - 1 of its chunks from its
+  // first byte, one loss closer to M + 1, so such chains take no new file.
+  const bool ec = c.scheme() == pb::SCHEME_EC;
   for (const auto& m : c.members()) {
-    if (!in_write_chain(m)) continue;
+    if (!in_write_chain(m)) {
+      if (ec) return false;
+      continue;
+    }
     auto it = t.find(m.target_id());
     if (it == t.end() || !it->second.placeable()) return false;
   }

@@ -20,6 +20,14 @@ namespace pb = ::surge::proto::mds;
 
 constexpr uint64_t kNow = 1'000'000;
 
+ChainShape ec(uint32_t k, uint32_t m) {
+  ChainShape s;
+  s.scheme = pb::SCHEME_EC;
+  s.ec_data = k;
+  s.ec_parity = m;
+  return s;
+}
+
 ChainShape replicas(uint32_t n) {
   ChainShape s;
   s.scheme = pb::SCHEME_REPLICAS;
@@ -392,6 +400,76 @@ TEST_F(ChainTableTest, NewTargetGetsChainsAndOldFormationStopsPlacing) {
       EXPECT_TRUE(chain(cid).placement());
     }
   }
+}
+
+// EC chains (issue 16): K + M distinct targets in positions, every target
+// in every position equally often, so the data and parity chunks of
+// consecutive files rotate over the targets.
+TEST_F(ChainTableTest, EcFormationPutsEveryPositionOnEveryTargetEqually) {
+  ASSERT_TRUE(*table_->form(ec(4, 2), {1, 2, 3, 4, 5, 6, 7, 8}, kNow));
+  std::map<std::pair<int, uint32_t>, int> at;  // (position, target) -> chains
+  int chains = 0;
+  const pb::ChainTable table = shipped();
+  for (const auto& c : table.chains()) {
+    if (!ec(4, 2).matches(c)) continue;
+    ++chains;
+    const auto m = members(c);
+    ASSERT_EQ(m.size(), 6u) << "chain " << c.chain_id();
+    EXPECT_EQ(std::set<uint32_t>(m.begin(), m.end()).size(), 6u) << "chain " << c.chain_id();
+    for (size_t p = 0; p < m.size(); ++p) ++at[{static_cast<int>(p), m[p]}];
+  }
+  ASSERT_GT(chains, 0);
+  ASSERT_EQ(at.size(), 6u * 8u);  // every (position, target) occurs
+  for (const auto& [pt, n] : at) EXPECT_EQ(n, chains / 8) << "position " << pt.first << " target " << pt.second;
+}
+
+TEST_F(ChainTableTest, EcWiderThanTheTargetsIsNoSpace) {
+  auto r = table_->form(ec(4, 2), {1, 2, 3, 4, 5}, kNow);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNoSpace);
+  EXPECT_NE(r.status().message().find("ec 4+2 need 6 data servers, 5 registered"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(ChainTableTest, EcPlacementAvoidsDownFullAndDrainingTargets) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3, 4}, kNow));
+  for (auto v : {views({1, 2, 3, 4}, {}, {}, {4}), views({1, 2, 3, 4}, {}, {4}, {})}) {
+    for (int i = 0; i < 20; ++i) {
+      auto picked = table_->pick(ec(2, 1), 1, v);
+      ASSERT_EQ(picked.size(), 1u);
+      EXPECT_EQ(state_of(chain(picked[0]), 4), pb::MEMBER_UNKNOWN) << "chain " << picked[0];
+    }
+  }
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3, 4}, {4}), kNow));
+  for (int i = 0; i < 20; ++i) {
+    auto picked = table_->pick(ec(2, 1), 2, views({1, 2, 3, 4}, {4}));
+    ASSERT_FALSE(picked.empty());
+    for (uint32_t cid : picked) {
+      EXPECT_EQ(state_of(chain(cid), 4), pb::MEMBER_UNKNOWN) << "chain " << cid;
+    }
+  }
+}
+
+// Unlike a replicated chain (DegradedChainsStillPlaceWhenNoHealthyOneIsLeft),
+// an EC chain with an offline position takes no new file: it would be
+// born one loss closer to M + 1.
+TEST_F(ChainTableTest, EcChainWithAnOfflinePositionTakesNoNewFile) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  ASSERT_FALSE(table_->pick(ec(2, 1), 1, views({1, 2, 3})).empty());
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {2}), kNow));
+  EXPECT_TRUE(table_->pick(ec(2, 1), 1, views({1, 2, 3}, {2})).empty());
+}
+
+TEST_F(ChainTableTest, EcPlacementRotatesOverEveryFirstPosition) {
+  ASSERT_TRUE(*table_->form(ec(4, 2), {1, 2, 3, 4, 5, 6}, kNow));
+  std::map<uint32_t, int> first;
+  for (int i = 0; i < 60; ++i) {
+    auto picked = table_->pick(ec(4, 2), 1, views({1, 2, 3, 4, 5, 6}));
+    ASSERT_EQ(picked.size(), 1u);
+    ++first[members(chain(picked[0])).front()];
+  }
+  ASSERT_EQ(first.size(), 6u);
+  for (const auto& [id, n] : first) EXPECT_EQ(n, 10) << "target " << id;
 }
 
 }  // namespace

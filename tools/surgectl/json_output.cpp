@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "tools/surgectl/cluster_admin.h"
+#include "tools/surgectl/ec_report.h"
 
 namespace surge::tools {
 
@@ -135,12 +136,24 @@ Json layout_json(const std::string& path, const pb::GetLayoutReply& r) {
   Json slots = Json::array();
   for (int i = 0; i < l.chains_size(); ++i) {
     Json chain = Json{{"id", l.chains(i)}};  // not in the map: its id alone
+    Json positions = Json::array();
     for (const auto& c : r.chains()) {
-      if (c.chain_id() == l.chains(i)) chain = chain_json(c);
+      if (c.chain_id() != l.chains(i)) continue;
+      chain = chain_json(c);
+      if (l.scheme() != pb::SCHEME_EC) continue;
+      for (int p = 0; p < c.members_size(); ++p) {
+        const uint32_t pos = static_cast<uint32_t>(p);
+        positions.push_back(Json{{"position", pos},
+                                 {"chunk", ec_position_name(pos, l.ec_data())},
+                                 {"target", c.members(p).target_id()},
+                                 {"state", member_state_name(c.members(p).state())}});
+      }
     }
-    slots.push_back(Json{{"slot", i}, {"chain", chain}});
+    Json slot = Json{{"slot", i}, {"chain", chain}};
+    if (l.scheme() == pb::SCHEME_EC) slot["positions"] = positions;
+    slots.push_back(slot);
   }
-  return Json{{"path", path},
+  Json doc = Json{{"path", path},
               {"format", l.format() == 0 ? 1u : l.format()},
               {"stripe_size", l.stripe_size()},
               {"stripe_count", l.stripe_count()},
@@ -148,6 +161,13 @@ Json layout_json(const std::string& path, const pb::GetLayoutReply& r) {
               {"targets", Json(std::vector<uint32_t>(l.targets().begin(), l.targets().end()))},
               {"slots", slots},
               {"inherited", r.inherited()}};
+  if (l.scheme() == pb::SCHEME_EC) {
+    doc["ec"] = Json{{"data", l.ec_data()},
+                     {"parity", l.ec_parity()},
+                     {"chunk_size", l.stripe_size()},
+                     {"group_bytes", uint64_t{l.stripe_size()} * l.ec_data()}};
+  }
+  return doc;
 }
 
 Json drain_json(const pb::SetTargetDrainReply& r) {
@@ -242,7 +262,8 @@ Json scrub_json(const std::vector<TargetScrubResult>& results,
               {"uncompared_chains", uncompared}};
 }
 
-Json df_json(const FsStat& s, const std::vector<FileSystemSpace>& file_systems) {
+Json df_json(const FsStat& s, const std::vector<FileSystemSpace>& file_systems,
+             const std::vector<SchemeSpace>& schemes) {
   Json fs_docs = Json::array();
   for (const auto& fs : file_systems) {
     fs_docs.push_back(Json{{"filesystem_id", fs.filesystem_id},
@@ -251,11 +272,18 @@ Json df_json(const FsStat& s, const std::vector<FileSystemSpace>& file_systems) 
                            {"free", fs.free_bytes},
                            {"up", fs.up}});
   }
+  Json usable = Json::array();
+  for (const auto& u : schemes) {
+    usable.push_back(Json{{"scheme", u.scheme},
+                          {"usable_bytes", u.usable_bytes},
+                          {"usable_free_bytes", u.usable_free_bytes}});
+  }
   return Json{{"total_bytes", s.total_bytes},
               {"free_bytes", s.free_bytes},
               {"total_inodes", s.total_inodes},
               {"free_inodes", s.free_inodes},
-              {"file_systems", fs_docs}};
+              {"file_systems", fs_docs},
+              {"usable", usable}};
 }
 
 }  // namespace surge::tools

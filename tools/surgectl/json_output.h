@@ -56,6 +56,7 @@ Json scrub_json(const std::vector<TargetScrubResult>& targets,
 Json chain_compare_json(const ChainCompareResult& r);
 // surgectl df: the totals (each file system once) and every file system
 // with the targets on it.
-Json df_json(const FsStat& s, const std::vector<FileSystemSpace>& file_systems);
+Json df_json(const FsStat& s, const std::vector<FileSystemSpace>& file_systems,
+             const std::vector<SchemeSpace>& schemes);
 
 }  // namespace surge::tools

@@ -2,6 +2,7 @@
 #include "tools/surgectl/space_report.h"
 
 #include <map>
+#include <tuple>
 
 namespace surge::tools {
 
@@ -30,6 +31,39 @@ std::vector<FileSystemSpace> file_systems(const proto::mds::ClusterMap& m) {
       fs.free_bytes = t->free_bytes();
     }
   }
+  return out;
+}
+
+namespace {
+
+// raw * num / den without overflowing for any raw below 2^64.
+uint64_t scaled(uint64_t raw, uint64_t num, uint64_t den) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(raw) * num / den);
+}
+
+}  // namespace
+
+std::vector<SchemeSpace> usable_space(const proto::mds::ClusterMap& m, uint64_t raw_bytes,
+                                      uint64_t raw_free_bytes) {
+  namespace pb = ::surge::proto::mds;
+  // (EC?, K or N, M) -> the scheme, sorted
+  std::map<std::tuple<bool, uint32_t, uint32_t>, SchemeSpace> schemes;
+  for (const auto& c : m.chains().chains()) {
+    const bool ec = c.scheme() == pb::SCHEME_EC;
+    const uint32_t a = ec ? c.ec_data() : c.replicas();
+    const uint32_t b = ec ? c.ec_parity() : 0;
+    if (a == 0 || (ec && b == 0)) continue;  // not a valid shape: nothing to say
+    auto [it, fresh] = schemes.try_emplace({ec, a, b});
+    if (!fresh) continue;
+    // EC K+M keeps K of every K+M bytes; replicas N one of every N.
+    const uint64_t num = ec ? a : 1, den = ec ? uint64_t{a} + b : a;
+    it->second.scheme = ec ? "ec " + std::to_string(a) + "+" + std::to_string(b)
+                           : "replicas " + std::to_string(a);
+    it->second.usable_bytes = scaled(raw_bytes, num, den);
+    it->second.usable_free_bytes = scaled(raw_free_bytes, num, den);
+  }
+  std::vector<SchemeSpace> out;
+  for (auto& [key, s] : schemes) out.push_back(std::move(s));
   return out;
 }
 

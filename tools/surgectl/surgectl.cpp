@@ -1,6 +1,6 @@
 // surgectl: Surge administration from the command line.
 //   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | chains | df
-//   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N] | getstripe PATH
+//   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N | --ec K+M] | getstripe PATH
 //   surgectl ... drain TARGET_ID [--wait] | undrain TARGET_ID   (or drain --off)
 //   surgectl ... rebalance [--dry-run] [--max-moves N] [--wait]
 //   surgectl ... scrub [--target ID] [--crc-only]
@@ -27,6 +27,7 @@
 #include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
 #include "tools/surgectl/drain_wait.h"
+#include "tools/surgectl/ec_report.h"
 #include "tools/surgectl/rebalance.h"
 #include "tools/surgectl/mount_path.h"
 #include "tools/surgectl/json_output.h"
@@ -137,14 +138,18 @@ void print_layout(const std::string& path, const pb::GetLayoutReply& r, bool jso
   }
   std::printf("%s: stripe_size %u stripe_count %u %s chains [%s]\n", path.c_str(),
               l.stripe_size(), l.stripe_count(), scheme.c_str(), ids_text(l.chains()).c_str());
+  const bool ec = l.scheme() == pb::SCHEME_EC;
+  if (ec) std::printf("  %s\n", surge::tools::ec_groups_text(l).c_str());
   for (int i = 0; i < l.chains_size(); ++i) {
     const pb::Chain* c = chain_of(l.chains(i));
     if (c == nullptr) {
       std::printf("  slot %d: chain %u (not in the map)\n", i, l.chains(i));
       continue;
     }
+    const std::string members =
+        ec ? surge::tools::ec_positions_text(*c) : surge::tools::members_text(*c);
     std::printf("  slot %d: chain %u version %llu %s: %s\n", i, c->chain_id(), ull(c->version()),
-                surge::tools::health_name(c->health()), surge::tools::members_text(*c).c_str());
+                surge::tools::health_name(c->health()), members.c_str());
   }
 }
 
@@ -289,8 +294,9 @@ int print_df(surge::Client& cl, const std::string& mds, const std::string& key_f
   auto m = admin->cluster_map();
   if (!m.ok()) return fail(m.status());
   const auto file_systems = surge::tools::file_systems(*m);
+  const auto usable = surge::tools::usable_space(*m, s->total_bytes, s->free_bytes);
   if (json) {
-    print_json(surge::tools::df_json(*s, file_systems));
+    print_json(surge::tools::df_json(*s, file_systems, usable));
     return 0;
   }
   std::printf("%16s %16s %16s %12s %12s\n", "bytes", "used", "free", "inodes", "ifree");
@@ -304,6 +310,14 @@ int print_df(surge::Client& cl, const std::string& mds, const std::string& key_f
     std::printf("%16llu %16llu %-10s %s%s\n", ull(fs.capacity_bytes), ull(fs.free_bytes),
                 ids.c_str(), fs.filesystem_id.empty() ? "(not reported)" : fs.filesystem_id.c_str(),
                 fs.up ? "" : " (down: not counted)");
+  }
+  // bytes/free above are raw: every replica and parity chunk counts.
+  if (!usable.empty()) {
+    std::printf("\n%-14s %16s %16s\n", "scheme", "usable bytes", "usable free");
+    for (const auto& u : usable) {
+      std::printf("%-14s %16llu %16llu\n", u.scheme.c_str(), ull(u.usable_bytes),
+                  ull(u.usable_free_bytes));
+    }
   }
   return 0;
 }
@@ -325,13 +339,19 @@ int main(int argc, char** argv) {
   auto* df = app.add_subcommand("df", "space and inodes");
   std::string path;
   uint32_t size = 0, count = 0, replicas = 0;
+  std::string ec_text;
   auto* setstripe = app.add_subcommand("setstripe", "default layout of a directory");
   setstripe->add_option("dir", path)->required();
   setstripe->add_option("-S,--size", size, "stripe size in bytes (0: inherit)");
   setstripe->add_option("-c,--count", count, "stripe count (0: inherit)");
-  setstripe->add_option("-r,--replicas", replicas,
+  auto* replicas_opt = setstripe->add_option("-r,--replicas", replicas,
                         "copies of each new file, on chains of that many data servers "
                         "(1..number of data servers; 0: inherit)");
+  setstripe
+      ->add_option("--ec", ec_text,
+                   "erasure coding K+M (e.g. 4+2): each stripe group is K data and M parity "
+                   "chunks on K+M distinct data servers (K+M at most their number)")
+      ->excludes(replicas_opt);
   auto* getstripe = app.add_subcommand("getstripe", "layout of a file or directory");
   getstripe->add_option("path", path)->required();
   uint32_t drain_id = 0;
@@ -457,6 +477,13 @@ int main(int argc, char** argv) {
       if (replicas != 0) {
         want.set_scheme(pb::SCHEME_REPLICAS);
         want.set_replicas(replicas);
+      }
+      if (!ec_text.empty()) {
+        auto ec = surge::tools::parse_ec_scheme(ec_text);
+        if (!ec.ok()) return fail(ec.status());
+        want.set_scheme(pb::SCHEME_EC);
+        want.set_ec_data(ec->data);
+        want.set_ec_parity(ec->parity);
       }
       auto r = admin->set_layout(a->ino, want, cred);
       if (!r.ok()) return fail(r.status());

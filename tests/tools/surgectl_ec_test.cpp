@@ -1,0 +1,156 @@
+// surgectl and EC directories (issue 16), against a real cluster (1 MDS +
+// 3 data servers on 127.0.0.1): `setstripe --ec K+M` makes new files EC
+// with K+M chunks per stripe group on distinct targets, getstripe shows the
+// groups and which target holds which data and parity chunk (text and
+// JSON), K+M beyond the data servers and malformed schemes are refused
+// naming them, --ec and --replicas exclude each other, and df gives the
+// usable space of each scheme next to the raw.
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "tests/tools/surgectl_fixture.h"
+
+namespace surge::test {
+namespace {
+
+using Json = nlohmann::json;
+
+class SurgectlEc : public SurgectlTest {
+ protected:
+  void make_dir(const std::string& path) {
+    auto cl = cluster_->connect();
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    ASSERT_TRUE((*cl)->mkdir(path, 0755).ok()) << path;
+  }
+  // An empty file: EC data IO is not in the client yet, its layout is.
+  void make_file(const std::string& path) {
+    auto cl = cluster_->connect();
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_TRUE(f.ok()) << path << ": " << f.status().ToString();
+    ASSERT_TRUE((*cl)->close(*f).ok()) << path;
+  }
+  Json json_of(const std::string& args) {
+    std::string out, err;
+    const int rc = surgectl_apart("--json " + args, &out, &err);
+    if (rc != 0) {
+      ADD_FAILURE() << "surgectl --json " << args << " exited " << rc << "\n" << out << err;
+      return Json::object();
+    }
+    Json doc = Json::parse(out, nullptr, false);
+    if (doc.is_discarded()) ADD_FAILURE() << "no JSON from " << args << ":\n" << out;
+    return doc;
+  }
+};
+
+bool has(const std::string& out, const std::string& what) {
+  return out.find(what) != std::string::npos;
+}
+
+TEST_F(SurgectlEc, SetstripeEcMakesNewFilesEcOnDistinctTargets) {
+  make_dir("/ec");
+  std::string out;
+  ASSERT_EQ(surgectl("setstripe /ec --ec 2+1 --count 2", &out), 0) << out;
+  ASSERT_EQ(surgectl("getstripe /ec", &out), 0) << out;
+  EXPECT_TRUE(has(out, "ec 2+1")) << out;
+  make_dir("/ec/sub");
+  make_file("/ec/sub/f");
+  ASSERT_EQ(surgectl("getstripe /ec/sub/f", &out), 0) << out;
+  EXPECT_TRUE(has(out, "stripe_count 2 ec 2+1 chains")) << out;
+  EXPECT_TRUE(has(out, "stripe groups: 2 data + 1 parity chunks of 1048576 bytes "
+                       "(2097152 file bytes per group), group g on slot g % 2"))
+      << out;
+  // Each slot: data 0, data 1 and parity 0, each on its own target.
+  const std::regex slot(
+      "slot [01]: chain [0-9]+ version [0-9]+ healthy: data 0 target ([0-9]+) serving, "
+      "data 1 target ([0-9]+) serving, parity 0 target ([0-9]+) serving");
+  int slots = 0;
+  for (std::sregex_iterator it(out.begin(), out.end(), slot), end; it != end; ++it) {
+    const std::set<std::string> targets{(*it)[1], (*it)[2], (*it)[3]};
+    EXPECT_EQ(targets.size(), 3u) << it->str();
+    ++slots;
+  }
+  EXPECT_EQ(slots, 2) << out;
+}
+
+TEST_F(SurgectlEc, GetstripeJsonNamesEachChunkPosition) {
+  make_dir("/ec");
+  Json set = json_of("setstripe /ec --ec 2+1 --count 1");
+  EXPECT_EQ(set.at("scheme").get<std::string>(), "ec 2+1") << set;
+  make_file("/ec/f");
+  Json f = json_of("getstripe /ec/f");
+  EXPECT_EQ(f.at("format").get<uint32_t>(), 2u) << f;
+  EXPECT_EQ(f.at("scheme").get<std::string>(), "ec 2+1") << f;
+  EXPECT_EQ(f.at("ec").at("data").get<uint32_t>(), 2u) << f;
+  EXPECT_EQ(f.at("ec").at("parity").get<uint32_t>(), 1u) << f;
+  EXPECT_EQ(f.at("ec").at("chunk_size").get<uint64_t>(), 1048576u) << f;
+  EXPECT_EQ(f.at("ec").at("group_bytes").get<uint64_t>(), 2097152u) << f;
+  ASSERT_EQ(f.at("slots").size(), 1u) << f;
+  const Json& pos = f.at("slots")[0].at("positions");
+  ASSERT_EQ(pos.size(), 3u) << f;
+  const std::vector<std::string> names{"data 0", "data 1", "parity 0"};
+  std::set<uint32_t> targets;
+  for (size_t p = 0; p < 3; ++p) {
+    EXPECT_EQ(pos[p].at("position").get<uint32_t>(), p) << f;
+    EXPECT_EQ(pos[p].at("chunk").get<std::string>(), names[p]) << f;
+    EXPECT_EQ(pos[p].at("state").get<std::string>(), "serving") << f;
+    targets.insert(pos[p].at("target").get<uint32_t>());
+  }
+  EXPECT_EQ(targets.size(), 3u) << f;
+}
+
+TEST_F(SurgectlEc, MoreChunksThanDataServersIsRefused) {
+  make_dir("/wide");
+  std::string out;
+  EXPECT_NE(surgectl("setstripe /wide --ec 3+1", &out), 0) << out;
+  EXPECT_TRUE(has(out, "ec 3+1 needs K >= 1, M >= 1 and K + M <= 3")) << out;
+}
+
+TEST_F(SurgectlEc, MalformedSchemeIsRefusedNamingIt) {
+  make_dir("/bad");
+  for (const std::string bad : {"4", "4+", "+2", "0+2", "2+0", "a+b", "2+1x"}) {
+    std::string out;
+    EXPECT_NE(surgectl("setstripe /bad --ec " + bad, &out), 0) << bad << ": " << out;
+    EXPECT_TRUE(has(out, "--ec '" + bad + "': expected K+M")) << bad << ": " << out;
+  }
+}
+
+TEST_F(SurgectlEc, EcAndReplicasExcludeEachOther) {
+  make_dir("/both");
+  std::string out;
+  EXPECT_NE(surgectl("setstripe /both --ec 2+1 --replicas 2", &out), 0) << out;
+  EXPECT_TRUE(has(out, "excludes")) << out;
+  ASSERT_EQ(surgectl("getstripe /both", &out), 0) << out;
+  EXPECT_FALSE(has(out, "ec 2+1")) << out;
+}
+
+TEST_F(SurgectlEc, DfShowsUsableSpaceOfEachSchemeNextToTheRaw) {
+  make_dir("/ec");
+  make_dir("/r2");
+  std::string out;
+  ASSERT_EQ(surgectl("setstripe /ec --ec 2+1", &out), 0) << out;
+  ASSERT_EQ(surgectl("setstripe /r2 --replicas 2", &out), 0) << out;
+  make_file("/ec/f");  // the chains of a scheme are formed by its first file
+  make_file("/r2/f");
+  Json df = json_of("df");
+  const uint64_t raw = df.at("total_bytes").get<uint64_t>();
+  const uint64_t raw_free = df.at("free_bytes").get<uint64_t>();
+  ASSERT_EQ(df.at("usable").size(), 2u) << df;
+  const Json& r2 = df.at("usable")[0];
+  const Json& ec = df.at("usable")[1];
+  EXPECT_EQ(r2.at("scheme").get<std::string>(), "replicas 2") << df;
+  EXPECT_EQ(r2.at("usable_bytes").get<uint64_t>(), raw / 2) << df;
+  EXPECT_EQ(r2.at("usable_free_bytes").get<uint64_t>(), raw_free / 2) << df;
+  EXPECT_EQ(ec.at("scheme").get<std::string>(), "ec 2+1") << df;
+  EXPECT_EQ(ec.at("usable_bytes").get<uint64_t>(), raw / 3 * 2 + raw % 3 * 2 / 3) << df;
+  EXPECT_EQ(ec.at("usable_free_bytes").get<uint64_t>(), raw_free / 3 * 2 + raw_free % 3 * 2 / 3)
+      << df;
+  ASSERT_EQ(surgectl("df", &out), 0) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\nscheme +usable bytes +usable free\n"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\nreplicas 2 +[0-9]+ +[0-9]+\n"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\nec 2\\+1 +[0-9]+ +[0-9]+\n"))) << out;
+}
+
+}  // namespace
+}  // namespace surge::test
