@@ -3,6 +3,7 @@
 // while it reads, decides and commits.
 #include <sys/stat.h>
 
+#include "common/ec/rs_codec.h"
 #include "mds/cluster/file_chunks.h"
 #include "mds/namespace/errors.h"
 #include "mds/namespace/namespace.h"
@@ -117,6 +118,14 @@ Status validate_scheme(const pb::Layout& l, uint32_t targets) {
                                        std::to_string(l.ec_parity()) +
                                        " needs K >= 1, M >= 1 and K + M <= " +
                                        std::to_string(targets) + " (the data servers registered)");
+      }
+      // The codec's own bound (common/ec/rs_codec.h): a wider group could
+      // be placed but never encoded.
+      if (uint64_t{l.ec_data()} + l.ec_parity() > ec::kMaxChunks) {
+        return Status::InvalidArgument("ec " + std::to_string(l.ec_data()) + "+" +
+                                       std::to_string(l.ec_parity()) + ": K + M must be at most " +
+                                       std::to_string(ec::kMaxChunks) +
+                                       " (the Reed-Solomon codec's group width)");
       }
       return Status::OK();
     default:

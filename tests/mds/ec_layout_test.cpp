@@ -123,7 +123,27 @@ TEST_F(EcLayoutTest, MoreChunksThanTargetsIsRefused) {
   EXPECT_NE(st.message().find("ec 5+2 needs K >= 1, M >= 1 and K + M <= 6"), std::string::npos)
       << st.message();
   EXPECT_EQ(setstripe_ec(d->ino(), 4, 0).code(), Code::kInvalidArgument);
+  // K + M wrapping around 2^32 to 1 is no narrow group.
+  EXPECT_EQ(setstripe_ec(d->ino(), 4294967295u, 2).code(), Code::kInvalidArgument);
   EXPECT_EQ(setstripe_ec(d->ino(), 0, 2).code(), Code::kInvalidArgument);
+}
+
+// Enough data servers, but wider than the codec encodes (64 chunks).
+TEST_F(EcLayoutTest, MoreChunksThanTheCodecTakesIsRefused) {
+  for (int i = kTargets; i < 70; ++i) {
+    pb::RegisterTargetRequest r;
+    r.set_target_id(static_cast<uint32_t>(i + 1));
+    r.set_address("tcp://127.0.0.1:" + std::to_string(7101 + i));
+    r.set_capacity_bytes(100ull << 30);
+    r.set_free_bytes(50ull << 30);
+    ASSERT_TRUE(map_->register_target(r).ok());
+  }
+  auto d = mkdir(kRoot, "widest");
+  Status st = setstripe_ec(d->ino(), 60, 5);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("ec 60+5: K + M must be at most 64"), std::string::npos)
+      << st.message();
+  EXPECT_TRUE(setstripe_ec(d->ino(), 60, 4).ok());
 }
 
 // A directory is replicated or EC: setting one replaces the other, for

@@ -72,6 +72,12 @@ TEST_F(SurgectlEc, SetstripeEcMakesNewFilesEcOnDistinctTargets) {
     ++slots;
   }
   EXPECT_EQ(slots, 2) << out;
+  // surgectl chains names the positions of EC chains the same way.
+  ASSERT_EQ(surgectl("chains", &out), 0) << out;
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex("ec 2\\+1.*data 0 target [0-9]+ serving, data 1 target [0-9]+ serving, "
+                      "parity 0 target [0-9]+ serving")))
+      << out;
 }
 
 TEST_F(SurgectlEc, GetstripeJsonNamesEachChunkPosition) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "tools/surgectl/cluster_admin.h"
+#include "tools/surgectl/ec_report.h"
 
 namespace surge::tools {
 
@@ -18,6 +19,7 @@ std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 }  // namespace
 
 std::string members_text(const pb::Chain& c) {
+  if (c.scheme() == pb::SCHEME_EC) return ec_positions_text(c);
   std::string s;
   for (const auto& m : c.members()) {
     if (!s.empty()) s += ", ";

@@ -9,7 +9,8 @@
 
 namespace surge::tools {
 
-// "1 serving, 2 serving, 3 syncing"
+// "1 serving, 2 serving, 3 syncing"; an EC chain names each position:
+// "data 0 target 1 serving, ..., parity 0 target 3 serving"
 std::string members_text(const proto::mds::Chain& c);
 // "replicas 2" / "ec 4+2"
 std::string scheme_text(const proto::mds::Chain& c);

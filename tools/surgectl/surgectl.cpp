@@ -146,8 +146,7 @@ void print_layout(const std::string& path, const pb::GetLayoutReply& r, bool jso
       std::printf("  slot %d: chain %u (not in the map)\n", i, l.chains(i));
       continue;
     }
-    const std::string members =
-        ec ? surge::tools::ec_positions_text(*c) : surge::tools::members_text(*c);
+    const std::string members = surge::tools::members_text(*c);
     std::printf("  slot %d: chain %u version %llu %s: %s\n", i, c->chain_id(), ull(c->version()),
                 surge::tools::health_name(c->health()), members.c_str());
   }
