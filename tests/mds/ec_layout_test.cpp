@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "mds/cluster/orphan_collector.h"
+
 #include "tests/mds/mds_fixture.h"
 
 namespace surge::mds::testing {
@@ -207,6 +209,35 @@ TEST_F(EcLayoutTest, EcLayoutSurvivesRestart) {
   ASSERT_TRUE(dl.ok());
   EXPECT_EQ(dl->layout().scheme(), pb::SCHEME_EC);
   EXPECT_EQ(dl->layout().ec_data(), 3u);
+}
+
+// Removing an unlinked EC file reaches every chunk, data and parity, of
+// every slot. Today each goes to its chain's head, which forwards it down
+// the chain as for replicas (so position p's member gets it too); the EC
+// data path routes it to position p's member (docs/redundancy.md).
+TEST_F(EcLayoutTest, UnlinkedEcFileHasEveryDataAndParityChunkRemoved) {
+  auto d = mkdir(kRoot, "ec");
+  ASSERT_TRUE(setstripe_ec(d->ino(), 2, 1, 2).ok());
+  auto f = create(d->ino(), "f");
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(unlink(d->ino(), "f").ok());
+  OrphanCollector collector(ns_.get(), map_.get(), sessions_.get(), &objects_,
+                            OrphanCollectorOptions{});
+  auto st = collector.collect_once();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->collected, 1u);
+  std::set<std::pair<uint32_t, uint32_t>> removed;  // (slot, position)
+  for (const ChunkAddress& a : objects_.removed_chunks) {
+    EXPECT_EQ(a.ino, f->ino());
+    EXPECT_EQ(a.chain_id, f->layout().chains(static_cast<int>(a.slot))) << "slot " << a.slot;
+    removed.insert({a.slot, a.position});
+  }
+  std::set<std::pair<uint32_t, uint32_t>> every;
+  for (uint32_t slot = 0; slot < 2; ++slot) {
+    for (uint32_t p = 0; p < 3; ++p) every.insert({slot, p});
+  }
+  EXPECT_EQ(removed, every);
+  EXPECT_EQ(code_of(getattr(f->ino())), Code::kNotFound);
 }
 
 }  // namespace
