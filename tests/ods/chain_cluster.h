@@ -18,6 +18,7 @@
 
 #include "net/proto/mds_methods.h"
 #include "net/proto/ods_write_pieces.h"
+#include "tests/common/time_scale.h"
 #include "tests/ods/ods_fixture.h"
 
 namespace surge::ods::testing {
@@ -27,7 +28,11 @@ namespace mpb = surge::proto::mds;
 struct ChainClusterOptions {
   int data_servers = 3;
   uint32_t replicas = 3;
-  uint32_t target_timeout_ms = 60000;  // heartbeat silence before DOWN
+  // Heartbeat silence before the MDS marks a target DOWN, as Release would
+  // use it: start() scales it for sanitized builds (tests/common/time_scale.h),
+  // where a healthy but slowed data server can miss 1 s of heartbeats and
+  // be marked down, and its chains resync under the test's feet.
+  uint32_t target_timeout_ms = 60000;
 };
 
 class ChainCluster {
@@ -45,7 +50,8 @@ class ChainCluster {
     const std::string mds_config = dir_.path() + "/mds.toml";
     std::ofstream(mds_config) << "[namespace]\ndefault_replicas = " << o.replicas
                               << "\ndefault_stripe_count = 1\n[targets]\nheartbeat_interval_ms = 100\n"
-                              << "timeout_ms = " << o.target_timeout_ms << "\n";
+                              << "timeout_ms = " << surge::test::sanitizer_scaled(o.target_timeout_ms)
+                              << "\n";
     const std::string line = mds_.start(
         build_dir() + "/mds/surge-mds",
         {"--config", mds_config, "--data-dir", dir_.path() + "/mds", "--listen", listen_address(),
@@ -259,6 +265,31 @@ class ChainCluster {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return false;
+  }
+
+  // The targets the MDS marked down (heartbeats silent past its timeout),
+  // in order, from its log: a test that kills one expects only that one.
+  std::vector<uint32_t> marked_down() {
+    std::vector<uint32_t> ids;
+    std::ifstream in(dir_.path() + "/mds.log");
+    for (std::string line; std::getline(in, line);) {
+      const size_t end = line.find(": marked down");
+      const size_t p = line.rfind("] target ", end);
+      if (end == std::string::npos || p == std::string::npos) continue;
+      ids.push_back(static_cast<uint32_t>(std::stoul(line.substr(p + 9))));
+    }
+    return ids;
+  }
+  // The MDS's log lines on targets and chains: what moved the chain versions.
+  std::string chain_events() {
+    std::ifstream in(dir_.path() + "/mds.log");
+    std::string out = "\nsurge-mds on targets and chains:\n";
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("] chain") != std::string::npos || line.find("] target") != std::string::npos) {
+        out += line + "\n";
+      }
+    }
+    return out;
   }
 
   std::string log_of(int i) {
