@@ -1,6 +1,9 @@
 // FileChunks: see file_chunks.h.
 #include "mds/cluster/file_chunks.h"
 
+#include <chrono>
+#include <thread>
+
 #include "common/chunk_map.h"
 
 namespace surge::mds {
@@ -14,9 +17,43 @@ std::string chunk_text(const ChunkPiece& p) {
          std::to_string(p.chunk.position) + " of chain " + std::to_string(p.chain_id);
 }
 
+// A chunk update the chain moved under (StaleChain, WrongTarget) or whose
+// head could not be reached: worth another try on the chain as the map
+// then holds it.
+bool chain_retryable(const Status& s) {
+  switch (s.code()) {
+    case Code::kStaleChain:
+    case Code::kWrongTarget:
+    case Code::kDisconnected:
+    case Code::kConnectionRefused:
+    case Code::kTimedOut:
+    case Code::kUnavailable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool head_unreachable(const Status& s) {
+  return s.code() == Code::kDisconnected || s.code() == Code::kConnectionRefused ||
+         s.code() == Code::kTimedOut;
+}
+
+// How long a chunk's truncate or removal keeps trying while its chain
+// changes: a data server's failure is detected within about one probe
+// (failure_probe_ms), so this covers a few chain changes in a row.
+constexpr auto kChainRetryFor = std::chrono::seconds(10);
+constexpr auto kChainRetryPause = std::chrono::milliseconds(50);
+
 // Runs op on where piece p lives: its chain's head, or its format 1 target.
+// A chained piece is retried as a client retries its IO (docs/redundancy.md,
+// "What the client does"): when the head answers StaleChain (its successor
+// failed and the MDS moved the chain) or WrongTarget, again at the chain's
+// head as the map holds it now; when the head cannot be reached, after
+// reporting it (the MDS's own probe takes a dead head out of its chains).
 template <typename LegacyOp, typename ChunkOp>
-Status on_piece(const ChunkPiece& p, ClusterMap& map, const LegacyOp& legacy, const ChunkOp& chunk) {
+Status on_piece(const ChunkPiece& p, ClusterMap& map, ObjectTargets& objects, const LegacyOp& legacy,
+                const ChunkOp& chunk) {
   if (p.chain_id == 0) {
     auto addr = map.live_address(p.target_id);
     if (!addr) {
@@ -26,17 +63,38 @@ Status on_piece(const ChunkPiece& p, ClusterMap& map, const LegacyOp& legacy, co
                                                   " on target " + std::to_string(p.target_id) +
                                                   " at " + *addr);
   }
-  SURGE_ASSIGN_OR_RETURN(ChainHead head, map.chain_head(p.chain_id));
-  ChunkAddress a;
-  a.target_id = head.target_id;
-  a.address = head.address;
-  a.chain_id = p.chain_id;
-  a.chain_version = head.chain_version;
-  a.ino = p.chunk.ino;
-  a.slot = p.chunk.slot;
-  a.position = p.chunk.position;
-  return chunk(a).WithContext(chunk_text(p) + " at its head, target " +
-                              std::to_string(head.target_id) + " at " + head.address);
+  const auto give_up = std::chrono::steady_clock::now() + kChainRetryFor;
+  for (int attempt = 1;; ++attempt) {
+    SURGE_ASSIGN_OR_RETURN(ChainHead head, map.chain_head(p.chain_id));
+    ChunkAddress a;
+    a.target_id = head.target_id;
+    a.address = head.address;
+    a.chain_id = p.chain_id;
+    a.chain_version = head.chain_version;
+    a.ino = p.chunk.ino;
+    a.slot = p.chunk.slot;
+    a.position = p.chunk.position;
+    Status s = chunk(a);
+    if (s.ok()) return s;
+    if (!chain_retryable(s) || std::chrono::steady_clock::now() >= give_up) {
+      return s.WithContext(chunk_text(p) + " at its head, target " +
+                           std::to_string(head.target_id) + " at " + head.address + " (attempt " +
+                           std::to_string(attempt) + ")");
+    }
+    if (head_unreachable(s)) {
+      pb::ReportTargetFailureRequest r;
+      r.set_target_id(head.target_id);
+      r.set_chain_id(p.chain_id);
+      r.set_chain_version(head.chain_version);
+      r.set_code(static_cast<uint32_t>(s.code()));
+      r.set_message(s.ToString());
+      r.set_reporter("the MDS");
+      (void)map.report_target_failure(r, [&objects](const std::string& addr) {
+        return objects.probe(addr);
+      });
+    }
+    std::this_thread::sleep_for(kChainRetryPause);
+  }
 }
 
 }  // namespace
@@ -73,7 +131,7 @@ Status truncate_file_data(const pb::Layout& layout, uint64_t ino, uint64_t file_
   for (const ChunkPiece& p : all_chunks(l, ino)) {
     const uint64_t size = chunk_size_for_file_size(l, p.chunk.slot, p.chunk.position, file_size);
     SURGE_RETURN_IF_ERROR(on_piece(
-        p, map,
+        p, map, objects,
         [&](uint32_t target, const std::string& addr) {
           return objects.truncate(target, addr, ino, size);
         },
@@ -88,7 +146,7 @@ Status remove_file_data(const pb::Layout& layout, uint64_t ino, ClusterMap& map,
   SURGE_RETURN_IF_ERROR(validate(l, ino));
   for (const ChunkPiece& p : all_chunks(l, ino)) {
     SURGE_RETURN_IF_ERROR(on_piece(
-        p, map,
+        p, map, objects,
         [&](uint32_t target, const std::string& addr) { return objects.remove(target, addr, ino); },
         [&](const ChunkAddress& a) { return objects.remove_chunk(a); }));
   }
