@@ -4,7 +4,8 @@
 // fresh temp dir, a generated cluster key, and any number of real FUSE
 // mounts (surge-fuse in the foreground, as a child). Everything it started
 // is killed and unmounted in the destructor, on every exit path; children
-// also die with the test process (PR_SET_PDEATHSIG), and mounts use
+// also die with the test process (PR_SET_PDEATHSIG: with the thread that
+// started them, so a thread that restarts daemons must outlive them), and mounts use
 // auto_unmount, so a crashed test leaves no daemon or dead mount behind.
 #pragma once
 
