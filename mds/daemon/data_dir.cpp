@@ -95,6 +95,7 @@ Result<OpenedDataDir> open_data_dir(const DataDirOptions& o) {
   ko.sync = o.sync;
   ko.create_if_missing = !has_db;
   ko.block_cache_bytes = o.block_cache_bytes;
+  ko.memtable_bytes = o.memtable_bytes;
   auto kv = RocksKvStore::Open(ko);
   if (!kv.ok()) return kv.status().WithContext("data dir " + dir);
   OpenedDataDir out;

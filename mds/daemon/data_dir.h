@@ -25,6 +25,7 @@ struct DataDirOptions {
   bool allow_format = true;   // false: --check never formats
   bool sync = true;
   size_t block_cache_bytes = 64 << 20;
+  size_t memtable_bytes = 32 << 20;
 };
 
 Result<OpenedDataDir> open_data_dir(const DataDirOptions& o);

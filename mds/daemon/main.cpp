@@ -74,6 +74,7 @@ int run(const MdsConfig& cfg) {
   dopts.expect_fs_id = parse_fs_id(cfg.expect_fs_id);
   dopts.sync = cfg.sync;
   dopts.block_cache_bytes = cfg.block_cache_mb << 20;
+  dopts.memtable_bytes = cfg.memtable_mb << 20;
   auto dd = open_data_dir(dopts);
   if (!dd.ok()) return fail(dd.status());
   if (!cfg.sync) SLOG_WARN("store.sync = false: acknowledged changes can be lost on a crash");
@@ -126,6 +127,8 @@ int run(const MdsConfig& cfg) {
     src.kv = dd->kv.get();
     RocksKvStore* kv = dd->kv.get();
     src.wal_syncs = [kv] { return kv->wal_syncs(); };
+    src.memtable_bytes = [kv] { return kv->memtable_bytes(); };
+    src.block_cache_bytes = [kv] { return kv->block_cache_bytes(); };
     metrics.watch(src);
   }
   register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);

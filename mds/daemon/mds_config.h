@@ -27,6 +27,7 @@ struct MdsConfig {
   // [store]
   bool sync = true;
   uint64_t block_cache_mb = 64;
+  uint64_t memtable_mb = 32;
   // [namespace]
   uint32_t default_stripe_size = 1 << 20;
   uint32_t default_stripe_count = 4;

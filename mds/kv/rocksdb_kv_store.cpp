@@ -10,6 +10,7 @@
 #include <rocksdb/utilities/optimistic_transaction_db.h>
 #include <rocksdb/utilities/transaction.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <mutex>
@@ -43,6 +44,7 @@ struct RocksKvStore::Impl {
   rocksdb::WriteOptions wopts;         // durable commits
   rocksdb::WriteOptions wopts_nosync;  // deferred commits
   std::shared_ptr<rocksdb::Statistics> statistics;
+  std::shared_ptr<rocksdb::Cache> block_cache;
 
   // Group sync: 'written' counts deferred commits; a make_durable() caller
   // waits until a sync that started after its call has finished.
@@ -98,8 +100,19 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& o
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  // The memtables' bound (RocksKvOptions::memtable_bytes): all of them
+  // together through the write buffer manager, each space's buffer a
+  // quarter, and the history of flushed ones kept for conflict checks
+  // (OptimisticTransactionDB keeps max_write_buffer_number x
+  // write_buffer_size unless told) one buffer. The MDS's transactions last
+  // milliseconds, so one buffer of history covers them.
+  const size_t memtables = std::max<size_t>(options.memtable_bytes, 4 << 20);
+  dbo.db_write_buffer_size = memtables;
   rocksdb::ColumnFamilyOptions cfo(dbo);
   cfo.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  cfo.write_buffer_size = memtables / 4;
+  cfo.max_write_buffer_number = 2;
+  cfo.max_write_buffer_size_to_maintain = static_cast<int64_t>(memtables / 4);
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descs;
   descs.emplace_back(rocksdb::kDefaultColumnFamilyName, cfo);
@@ -114,6 +127,7 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& o
   impl->cfs.assign(handles.begin() + 1, handles.end());
   impl->cfs.push_back(handles[0]);
   impl->statistics = dbo.statistics;
+  impl->block_cache = table.block_cache;
   impl->wopts.sync = options.sync;
   impl->wopts_nosync.sync = false;
   return std::unique_ptr<RocksKvStore>(new RocksKvStore(std::move(impl)));
@@ -217,6 +231,21 @@ Status RocksKvStore::make_durable() {
 uint64_t RocksKvStore::wal_syncs() const {
   if (impl_ == nullptr || impl_->statistics == nullptr) return 0;
   return impl_->statistics->getTickerCount(rocksdb::WAL_FILE_SYNCED);
+}
+
+uint64_t RocksKvStore::memtable_bytes() const {
+  if (impl_ == nullptr || impl_->txdb == nullptr) return 0;
+  uint64_t total = 0;
+  for (auto* cf : impl_->cfs) {
+    uint64_t n = 0;
+    impl_->db()->GetIntProperty(cf, "rocksdb.size-all-mem-tables", &n);
+    total += n;
+  }
+  return total;
+}
+
+uint64_t RocksKvStore::block_cache_bytes() const {
+  return impl_ == nullptr || impl_->block_cache == nullptr ? 0 : impl_->block_cache->GetUsage();
 }
 
 uint64_t RocksKvStore::estimate_keys(Space sp) {

@@ -19,6 +19,13 @@ struct RocksKvOptions {
   bool sync = true;  // fsync the WAL on every commit
   bool create_if_missing = true;
   size_t block_cache_bytes = 64 << 20;
+  // Every memtable together, unflushed and kept after a flush (docs/
+  // operations.md, "MDS memory"): each space's write buffer is a quarter of
+  // it, and the flushed memtables kept for the optimistic transactions'
+  // conflict checks are bounded by one write buffer per space. RocksDB's
+  // own defaults (64 MiB per buffer, 2 buffers and 128 MiB of history per
+  // space, 5 column families) let the memtables grow to about 1.25 GiB.
+  size_t memtable_bytes = 32 << 20;
 };
 
 class RocksKvStore : public KvStore {
@@ -35,6 +42,10 @@ class RocksKvStore : public KvStore {
   // Write-ahead log syncs (fsyncs) since open, from RocksDB's statistics
   // (tickers only, no timers), for the /metrics page.
   uint64_t wal_syncs() const;
+  // Bytes RocksDB holds in memtables (active, unflushed and kept history)
+  // and in its block cache now.
+  uint64_t memtable_bytes() const;
+  uint64_t block_cache_bytes() const;
 
   // Flushes memtables and closes the DB (also done by the destructor).
   Status close();

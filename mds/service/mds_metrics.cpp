@@ -77,6 +77,16 @@ void MdsMetrics::watch(const Sources& src) {
                                       "RocksDB write-ahead log syncs (fsyncs).", Type::kCounter, {},
                                       [f = src.wal_syncs] { return static_cast<double>(f()); }));
   }
+  if (src.memtable_bytes) {
+    gauge("surge_mds_store_memtable_bytes",
+          "RocksDB memtables (active, unflushed and kept history); bound: store.memtable_mb.", {},
+          [f = src.memtable_bytes] { return static_cast<double>(f()); });
+  }
+  if (src.block_cache_bytes) {
+    gauge("surge_mds_store_block_cache_bytes",
+          "RocksDB block cache in use; bound: store.block_cache_mb.", {},
+          [f = src.block_cache_bytes] { return static_cast<double>(f()); });
+  }
 }
 
 }  // namespace surge::mds

@@ -47,6 +47,8 @@ class MdsMetrics {
     const SessionTable* sessions = nullptr;
     KvStore* kv = nullptr;
     std::function<uint64_t()> wal_syncs;  // RocksDB WAL fsyncs so far
+    std::function<uint64_t()> memtable_bytes;     // RocksDB memtables now
+    std::function<uint64_t()> block_cache_bytes;  // RocksDB block cache now
   };
   // Registers the sources' probes; they stay until this object is gone.
   void watch(const Sources& sources);

@@ -99,6 +99,12 @@ Result<std::unique_ptr<ChunkIndex>> ChunkIndex::Open(const std::string& dir) {
   o.create_if_missing = true;
   o.max_open_files = 256;
   o.keep_log_file_num = 4;
+  // The memtables bound the index's memory: RocksDB's default 64 MiB write
+  // buffer (two of them) grew a data server's RSS by about 2.5 MiB a
+  // minute under a stress run until the first flush, half an hour in.
+  // 8 MiB buffers flush within minutes and hold at most 16 MiB.
+  o.write_buffer_size = 8 << 20;
+  o.max_write_buffer_number = 2;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) return db_status(s, "open the chunk index " + dir);
