@@ -62,6 +62,7 @@ struct Options {
   bool allow_io_errors = false;
   int fd_slack = 64;
   std::string csv;
+  std::string mds_toml;  // appended to the MDS's config
 };
 
 const char* kUsage =
@@ -69,7 +70,7 @@ const char* kUsage =
     "         [--ods N] [--replicas 2,3] [--kill-interval SEC] [--mds-kill-percent P]\n"
     "         [--no-ods-kills] [--sample-interval SEC] [--max-file-mib N] [--max-files N]\n"
     "         [--stripe-size BYTES] [--replace-after-ms MS] [--allow-io-errors]\n"
-    "         [--fd-slack N] [--csv FILE]\n";
+    "         [--fd-slack N] [--csv FILE] [--mds-toml TEXT]\n";
 
 bool parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
@@ -99,6 +100,7 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--replace-after-ms") o->replace_after_ms = std::atoi(v);
     else if (a == "--fd-slack") o->fd_slack = std::atoi(v);
     else if (a == "--csv") o->csv = v;
+    else if (a == "--mds-toml") o->mds_toml = v;
     else if (a == "--replicas") {
       o->replicas.clear();
       for (const char* p = v; *p != '\0';) {
@@ -150,6 +152,8 @@ int run(const Options& o) {
   if (o.replace_after_ms > 0) {
     cfg.mds_toml = "[chains]\nreplace_after_ms = " + std::to_string(o.replace_after_ms) + "\n";
   }
+  // More of the MDS's config, e.g. "[store]\nmemtable_mb = 4\n".
+  cfg.mds_toml += o.mds_toml;
   auto started = test::LocalCluster::Start(cfg);
   if (!started.ok()) {
     std::printf("FAIL: cluster start: %s\n", started.status().ToString().c_str());
