@@ -11,7 +11,9 @@
 //   * the range checks (check; relations between settings stay with the
 //     daemon's validate_config);
 //   * the sample file (sample(): every key at its default, with its note),
-//     for a daemon to print (--print-config) and ship as its <daemon>.toml.
+//     which each daemon prints with --print-config and ships as
+//     <daemon>.toml; tests/common/config_sample_test.sh checks the shipped
+//     files are that output.
 // Settings are read at start; none change at run time.
 #pragma once
 

@@ -2,21 +2,21 @@
 //
 //   surge-mds --config /etc/surge/surge-mds.toml [--listen tcp://H:P] ...
 //   surge-mds --check --data-dir DIR      (namespace checker; exit 1 on problems)
+//   surge-mds --print-config              (every setting at its default: mds/surge-mds.toml)
 //
-// Start order: settings (defaults, file, flags), logging, data dir (format
+// Start order (the process scaffolding is common/daemon/daemon_process.h,
+// the settings common/config/config_table.h): settings (defaults, file,
+// flags), logging, data dir (format
 // or open), cluster map, namespace, RPC server, background collector; then
 // one line on stdout, "surge-mds listening on tcp://H:P fs FSID", which
 // scripts and tests wait for. SIGTERM/SIGINT stop it cleanly: the server
 // stops taking requests, the collector stops, RocksDB flushes and closes.
-#include <signal.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "common/daemon/daemon_process.h"
 #include "common/log.h"
 #include "common/metrics_endpoint.h"
-#include "common/systemd_notify.h"
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
@@ -155,19 +155,9 @@ int run(const MdsConfig& cfg) {
   std::snprintf(fsid, sizeof fsid, "%016llx", static_cast<unsigned long long>(dd->fs_id));
   SLOG_INFO("surge-mds serving file system {} from {} on {} ({} workers{})", fsid, cfg.data_dir,
             (*server)->address(), cfg.worker_threads, dd->formatted ? ", newly formatted" : "");
-  std::printf("surge-mds listening on %s fs %s\n", (*server)->address().c_str(), fsid);
-  std::fflush(stdout);
-  // Type=notify units: systemd counts the daemon started from here on.
-  if (Status st = notify_systemd("READY=1"); !st.ok()) SLOG_WARN("surge-mds: {}", st.ToString());
-
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  int sig = 0;
-  sigwait(&set, &sig);
-  SLOG_INFO("surge-mds: signal {}, stopping", sig);
-  if (Status st = notify_systemd("STOPPING=1"); !st.ok()) SLOG_WARN("surge-mds: {}", st.ToString());
+  daemon::announce_ready("surge-mds",
+                         "surge-mds listening on " + (*server)->address() + " fs " + fsid);
+  daemon::wait_for_stop("surge-mds");
   if (metrics_http) metrics_http->stop();
   (*server)->stop();
   collector.stop();
@@ -178,55 +168,42 @@ int run(const MdsConfig& cfg) {
   return 0;
 }
 
+int config_error(const Status& st) {
+  std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Block the stop signals before any thread exists, so every thread
-  // inherits the mask and only sigwait in main sees them.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  daemon::block_stop_signals();  // before any thread exists
 
   CLI::App app{"surge-mds: the Surge metadata server"};
-  std::string config_file, data_dir, listen, key_file, log_level, log_file, metrics_listen;
-  bool check = false;
+  std::string config_file;
+  bool check = false, print_config = false;
+  // A later flag wins over an earlier one (wrappers append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--config", config_file,
                  "TOML settings file (mds/surge-mds.toml lists every key)");
-  auto* o_data = app.add_option("--data-dir", data_dir, "metadata directory");
-  auto* o_listen = app.add_option("--listen", listen, "tcp://HOST:PORT or rdma://HOST:PORT");
-  auto* o_key = app.add_option("--cluster-key-file", key_file, "cluster key file");
-  auto* o_metrics = app.add_option("--metrics-listen", metrics_listen,
-                                   "Prometheus endpoint HOST:PORT (\"\" off)");
-  auto* o_level = app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
-  auto* o_logf = app.add_option("--log-file", log_file, "log file (default stderr)");
+  config::FlagOverrides flags;
+  mds_config_table().add_flags(app, flags);
   app.add_flag("--check", check, "check the namespace in --data-dir and exit (1: problems found)");
+  app.add_flag("--print-config", print_config,
+               "print every setting at its default, with its note, and exit");
   CLI11_PARSE(app, argc, argv);
+  if (print_config) {
+    std::printf("%s", mds_config_table().sample().c_str());
+    return 0;
+  }
 
   MdsConfig cfg;
-  if (!config_file.empty()) {
-    if (Status st = load_config_file(config_file, cfg); !st.ok()) {
-      std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
-      return 2;
-    }
+  if (Status st = mds_config_table().load(config_file, flags, cfg); !st.ok()) {
+    return config_error(st);
   }
-  if (o_data->count()) cfg.data_dir = data_dir;
-  if (o_listen->count()) cfg.listen = listen;
-  if (o_key->count()) cfg.cluster_key_file = key_file;
-  if (o_metrics->count()) cfg.metrics_listen = metrics_listen;
-  if (o_level->count()) cfg.log_level = log_level;
-  if (o_logf->count()) cfg.log_file = log_file;
-  if (Status st = validate_config(cfg); !st.ok()) {
-    std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
-    return 2;
-  }
-  if (Status st = init_logging(check ? "warn" : cfg.log_level, cfg.log_file, "surge-mds");
+  if (Status st = validate_config(cfg); !st.ok()) return config_error(st);
+  if (Status st = daemon::start_logging("surge-mds", check ? "warn" : cfg.log_level, cfg.log_file);
       !st.ok()) {
-    std::fprintf(stderr, "surge-mds: %s\n", st.ToString().c_str());
-    return 2;
+    return config_error(st);
   }
   return check ? run_check(cfg) : run(cfg);
 }

@@ -1,130 +1,163 @@
-// Reading surge-mds settings from TOML (see mds_config.h).
+// surge-mds settings: the field table (common/config/config_table.h) that
+// the TOML file, the flags, the range checks and mds/surge-mds.toml all
+// come from, and the relations between settings.
 #include "mds/daemon/mds_config.h"
 
-#include <toml++/toml.h>
-
-#include <map>
-#include <variant>
-
 namespace surge::mds {
-namespace {
 
-using Field = std::variant<std::string*, bool*, int*, uint32_t*, uint64_t*>;
+using config::Field;
+using F = Field<MdsConfig>;
 
-// section -> key -> where it goes. The one list of every key.
-std::map<std::string, std::map<std::string, Field>> fields(MdsConfig& c) {
-  return {
-      {"server",
-       {{"data_dir", &c.data_dir},
-        {"listen", &c.listen},
-        {"cluster_key_file", &c.cluster_key_file},
-        {"expect_fs_id", &c.expect_fs_id},
-        {"metrics_listen", &c.metrics_listen},
-        {"io_threads", &c.io_threads},
-        {"worker_threads", &c.worker_threads},
-        {"credits_per_connection", &c.credits_per_connection},
-        {"handshake_timeout_ms", &c.handshake_timeout_ms},
-        {"max_unauthenticated_connections", &c.max_unauthenticated_connections},
-        {"max_unauthenticated_per_address", &c.max_unauthenticated_per_address}}},
-      {"store",
-       {{"sync", &c.sync}, {"block_cache_mb", &c.block_cache_mb}, {"memtable_mb", &c.memtable_mb}}},
-      {"namespace",
-       {{"default_stripe_size", &c.default_stripe_size},
-        {"default_stripe_count", &c.default_stripe_count},
-        {"readdir_max_entries", &c.readdir_max_entries},
-        {"default_replicas", &c.default_replicas}}},
-      {"targets",
-       {{"heartbeat_interval_ms", &c.target_heartbeat_interval_ms},
-        {"timeout_ms", &c.target_timeout_ms},
-        {"rpc_timeout_ms", &c.target_rpc_timeout_ms},
-        {"min_free_bytes", &c.target_min_free_bytes}}},
-      {"chains",
-       {{"strides", &c.chain_strides},
-        {"failure_probe_ms", &c.chain_failure_probe_ms},
-        {"replace_after_ms", &c.chain_replace_after_ms},
-        {"rebalance_max_moves", &c.chain_rebalance_max_moves}}},
-      {"sessions",
-       {{"heartbeat_interval_ms", &c.session_heartbeat_interval_ms},
-        {"timeout_ms", &c.session_timeout_ms}}},
-      {"orphans",
-       {{"interval_ms", &c.orphan_interval_ms}, {"startup_grace_ms", &c.orphan_startup_grace_ms}}},
-      {"log", {{"level", &c.log_level}, {"file", &c.log_file}}},
-  };
+const config::ConfigTable<MdsConfig>& mds_config_table() {
+  static const config::ConfigTable<MdsConfig> table(
+      "# surge-mds: the metadata server. Every setting is listed at its default\n"
+      "# (surge-mds --print-config writes this file).\n",
+      {
+          F{{"server", "data_dir",
+             "The metadata store: <data_dir>/FSID (the file system id, hex) and\n"
+             "<data_dir>/db (RocksDB). An empty or missing dir is formatted as a new\n"
+             "file system on first start; a dir of another file system is refused.",
+             "--data-dir", 1},
+            &MdsConfig::data_dir},
+          F{{"server", "listen",
+             "Address to serve on: \"tcp://HOST:PORT\" or \"rdma://HOST:PORT\"; port 0 picks one.",
+             "--listen", 1},
+            &MdsConfig::listen},
+          F{{"server", "cluster_key_file",
+             "Shared secret of the cluster; connections prove they know it.",
+             "--cluster-key-file", 1},
+            &MdsConfig::cluster_key_file},
+          F{{"server", "expect_fs_id",
+             "Refuse to start unless the data dir holds this file system (hex id);\n"
+             "\"\" accepts whatever the data dir holds (and formats a new one)."},
+            &MdsConfig::expect_fs_id},
+          F{{"server", "metrics_listen",
+             "Prometheus endpoint, \"HOST:PORT\" (GET /metrics): requests, errors and\n"
+             "latency by method, sessions, inodes, dentries, targets by state, WAL\n"
+             "syncs. \"\" turns it off (the default).",
+             "--metrics-listen"},
+            &MdsConfig::metrics_listen},
+          F{{"server", "io_threads", "Transport threads (sockets / completion queues).",
+             "--io-threads", 1},
+            &MdsConfig::io_threads},
+          F{{"server", "worker_threads",
+             "Threads that run metadata requests. Concurrent requests share WAL syncs\n"
+             "(group commit), so more workers mean more operations per fsync.",
+             "--worker-threads", 1},
+            &MdsConfig::worker_threads},
+          F{{"server", "credits_per_connection", "Requests one connection may have in flight."},
+            &MdsConfig::credits_per_connection},
+          F{{"server", "handshake_timeout_ms",
+             "A connection that has not proven the cluster key within this many ms is\n"
+             "closed. Until then its frames may be handshake-sized only."},
+            &MdsConfig::handshake_timeout_ms},
+          F{{"server", "max_unauthenticated_connections",
+             "Connections still in the handshake, in total and from one peer address\n"
+             "(0: no limit). One more is refused at once; these bound what peers that\n"
+             "never prove the key can make this server hold."},
+            &MdsConfig::max_unauthenticated_connections},
+          F{{"server", "max_unauthenticated_per_address", ""},
+            &MdsConfig::max_unauthenticated_per_address},
+          F{{"store", "sync",
+             "Sync the RocksDB write-ahead log before replying (a reply means durable).\n"
+             "false is for benchmarks of the ceiling only: acknowledged changes can be\n"
+             "lost on a crash."},
+            &MdsConfig::sync},
+          F{{"store", "block_cache_mb", "RocksDB block cache, in MiB."},
+            &MdsConfig::block_cache_mb},
+          F{{"store", "memtable_mb",
+             "Every RocksDB memtable together (unflushed writes and the flushed ones\n"
+             "kept for conflict checks), in MiB (docs/operations.md, \"MDS memory\").",
+             "", 0, 1u << 20},
+            &MdsConfig::memtable_mb},
+          F{{"namespace", "default_stripe_size",
+             "Layout of new files unless their directory sets another (surgectl\n"
+             "setstripe): stripe size in bytes (a multiple of 64 KiB) and stripe count\n"
+             "(clamped to the number of data servers that are up).",
+             "", 64u << 10},
+            &MdsConfig::default_stripe_size},
+          F{{"namespace", "default_stripe_count", "", "", 1}, &MdsConfig::default_stripe_count},
+          F{{"namespace", "readdir_max_entries", "Most entries one readdir page returns.", "", 1},
+            &MdsConfig::readdir_max_entries},
+          F{{"namespace", "default_replicas",
+             "Copies of each file whose directory sets no redundancy (surgectl\n"
+             "setstripe --replicas N): files then live on chains of that many data\n"
+             "servers and survive the loss of N - 1 of them (docs/redundancy.md).\n"
+             "Clamped to the number of data servers. 0: one copy on plain targets\n"
+             "(layout format 1), the only mode until the data servers and clients of\n"
+             "this build speak chains; docs/redundancy.md argues for 2 once they do."},
+            &MdsConfig::default_replicas},
+          F{{"targets", "heartbeat_interval_ms",
+             "How often data servers heartbeat (told to them at registration), in ms."},
+            &MdsConfig::target_heartbeat_interval_ms},
+          F{{"targets", "timeout_ms",
+             "A data server silent this long is marked down: no new layouts, and the\n"
+             "cluster map version bumps."},
+            &MdsConfig::target_timeout_ms},
+          F{{"targets", "rpc_timeout_ms",
+             "Deadline of one call to a data server (truncate, object removal), in ms."},
+            &MdsConfig::target_rpc_timeout_ms},
+          F{{"targets", "min_free_bytes",
+             "A data server with less free space than this is full: new files and\n"
+             "chain replacements are not placed on it."},
+            &MdsConfig::target_min_free_bytes},
+          F{{"chains", "strides",
+             "Chains formed per data server for each replication width (more: a lost\n"
+             "server's data is rebuilt from and onto more servers; the table grows).",
+             "", 1},
+            &MdsConfig::chain_strides},
+          F{{"chains", "failure_probe_ms",
+             "A client reports a data server it cannot reach; the MDS checks it itself\n"
+             "within this many ms and, if it does not answer, takes it out of its\n"
+             "chains at once instead of waiting for targets.timeout_ms.",
+             "", 1},
+            &MdsConfig::chain_failure_probe_ms},
+          F{{"chains", "replace_after_ms",
+             "A data server out of a chain this long is replaced in that chain by\n"
+             "another, which is rebuilt from the surviving members (10 minutes: long\n"
+             "enough for a reboot)."},
+            &MdsConfig::chain_replace_after_ms},
+          F{{"chains", "rebalance_max_moves",
+             "Most chain membership moves one rebalance (surgectl rebalance) starts and\n"
+             "keeps in flight at once, each a newcomer syncing at a chain's tail;\n"
+             "surgectl rebalance --max-moves N overrides it for one call.",
+             "", 1},
+            &MdsConfig::chain_rebalance_max_moves},
+          F{{"sessions", "heartbeat_interval_ms",
+             "How often clients heartbeat their session (told to them), in ms."},
+            &MdsConfig::session_heartbeat_interval_ms},
+          F{{"sessions", "timeout_ms",
+             "A client session silent this long expires; its open files are released."},
+            &MdsConfig::session_timeout_ms},
+          F{{"orphans", "interval_ms",
+             "Pause between passes of the collector that removes unlinked files'\n"
+             "objects from the data servers, in ms.",
+             "", 1},
+            &MdsConfig::orphan_interval_ms},
+          F{{"orphans", "startup_grace_ms",
+             "No collection this long after start, so clients can reopen their sessions\n"
+             "and report their open files after an MDS restart (>= sessions.timeout_ms\n"
+             "is safe), in ms."},
+            &MdsConfig::orphan_startup_grace_ms},
+          F{{"log", "level", "trace, debug, info, warn, error or off.", "--log-level"},
+            &MdsConfig::log_level},
+          F{{"log", "file", "Log file; \"\" logs to stderr.", "--log-file"}, &MdsConfig::log_file},
+      });
+  return table;
 }
-
-Status read_field(const toml::node& n, const Field& f, const std::string& where) {
-  if (auto* s = std::get_if<std::string*>(&f)) {
-    auto v = n.value<std::string>();
-    if (!v) return Status::InvalidArgument(where + " must be a string");
-    **s = *v;
-  } else if (auto* b = std::get_if<bool*>(&f)) {
-    auto v = n.value<bool>();
-    if (!v) return Status::InvalidArgument(where + " must be true or false");
-    **b = *v;
-  } else {
-    auto v = n.value<int64_t>();
-    if (!v || *v < 0) return Status::InvalidArgument(where + " must be a non-negative integer");
-    if (auto* i = std::get_if<int*>(&f)) {
-      if (*v > INT32_MAX) return Status::InvalidArgument(where + " is too large");
-      **i = static_cast<int>(*v);
-    } else if (auto* u = std::get_if<uint32_t*>(&f)) {
-      if (*v > UINT32_MAX) return Status::InvalidArgument(where + " is too large");
-      **u = static_cast<uint32_t>(*v);
-    } else {
-      **std::get_if<uint64_t*>(&f) = static_cast<uint64_t>(*v);
-    }
-  }
-  return Status::OK();
-}
-
-}  // namespace
 
 Status load_config_file(const std::string& path, MdsConfig& c) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument("config " + path + ": " + std::string(e.description()) +
-                                   " at line " + std::to_string(e.source().begin.line));
-  }
-  auto known = fields(c);
-  for (const auto& [sk, sv] : root) {
-    const std::string section(sk.str());
-    auto s = known.find(section);
-    if (s == known.end())
-      return Status::InvalidArgument(path + ": unknown section [" + section + "]");
-    const toml::table* t = sv.as_table();
-    if (t == nullptr) return Status::InvalidArgument(path + ": " + section + " must be a table");
-    for (const auto& [kk, kv] : *t) {
-      const std::string key(kk.str());
-      auto f = s->second.find(key);
-      if (f == s->second.end()) {
-        return Status::InvalidArgument(path + ": unknown setting " + section + "." + key);
-      }
-      SURGE_RETURN_IF_ERROR(read_field(kv, f->second, path + ": " + section + "." + key));
-    }
-  }
-  return Status::OK();
+  return mds_config_table().load_file(path, c);
 }
 
 Status validate_config(const MdsConfig& c) {
-  if (c.data_dir.empty()) return Status::InvalidArgument("server.data_dir is empty");
-  if (c.listen.empty()) return Status::InvalidArgument("server.listen is empty");
-  if (c.io_threads < 1 || c.worker_threads < 1) {
-    return Status::InvalidArgument("server.io_threads and server.worker_threads must be >= 1");
-  }
+  SURGE_RETURN_IF_ERROR(mds_config_table().check(c));
   if (!c.expect_fs_id.empty() &&
       c.expect_fs_id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
     return Status::InvalidArgument("server.expect_fs_id '" + c.expect_fs_id + "' is not hex");
   }
-  if (c.default_stripe_size < (64u << 10) || c.default_stripe_size % (64u << 10) != 0) {
+  if (c.default_stripe_size % (64u << 10) != 0) {
     return Status::InvalidArgument("namespace.default_stripe_size must be a multiple of 64 KiB");
-  }
-  if (c.default_stripe_count < 1) {
-    return Status::InvalidArgument("namespace.default_stripe_count must be >= 1");
-  }
-  if (c.readdir_max_entries < 1) {
-    return Status::InvalidArgument("namespace.readdir_max_entries must be >= 1");
   }
   if (c.target_timeout_ms <= c.target_heartbeat_interval_ms) {
     return Status::InvalidArgument("targets.timeout_ms must exceed targets.heartbeat_interval_ms");
@@ -132,14 +165,6 @@ Status validate_config(const MdsConfig& c) {
   if (c.session_timeout_ms <= c.session_heartbeat_interval_ms) {
     return Status::InvalidArgument(
         "sessions.timeout_ms must exceed sessions.heartbeat_interval_ms");
-  }
-  if (c.orphan_interval_ms < 1) return Status::InvalidArgument("orphans.interval_ms must be >= 1");
-  if (c.chain_strides < 1) return Status::InvalidArgument("chains.strides must be >= 1");
-  if (c.chain_failure_probe_ms < 1) {
-    return Status::InvalidArgument("chains.failure_probe_ms must be >= 1");
-  }
-  if (c.chain_rebalance_max_moves < 1) {
-    return Status::InvalidArgument("chains.rebalance_max_moves must be >= 1");
   }
   return Status::OK();
 }

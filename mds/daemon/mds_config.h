@@ -1,12 +1,16 @@
 // MdsConfig: every setting of surge-mds with its default. Read in order:
 // these defaults, the TOML file (--config), then command-line flags.
-// mds/surge-mds.toml lists every key at its default with a note; keep the
-// two in step. All settings are read at start; none change at run time.
+// mds_config_table() declares each setting once (key, flag, range, note);
+// the file, the flags, the checks and mds/surge-mds.toml (the output of
+// surge-mds --print-config) come from it. A new setting is a member here
+// and a row there. All settings are read at start; none change at run
+// time.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "common/config/config_table.h"
 #include "common/status.h"
 
 namespace surge::mds {
@@ -54,11 +58,14 @@ struct MdsConfig {
   std::string log_file;
 };
 
+// The table of every setting, in the order of the sample file.
+const config::ConfigTable<MdsConfig>& mds_config_table();
+
 // Reads a TOML file over the defaults in cfg. Unknown keys and wrong types
 // are errors naming the file and key (a typo must not leave a default).
 Status load_config_file(const std::string& path, MdsConfig& cfg);
 
-// Checks ranges and relations between settings.
+// Checks the table's ranges, then the relations between settings.
 Status validate_config(const MdsConfig& cfg);
 
 }  // namespace surge::mds

@@ -1,27 +1,26 @@
 // surge-ods: the object data server daemon.
 //
 //   surge-ods --config /etc/surge/surge-ods.toml [--listen tcp://H:P] ...
+//   surge-ods --print-config     (every setting at its default: ods/surge-ods.toml)
 //
-// Start order: settings (defaults, file, flags), logging, object store
+// Start order (the process scaffolding is common/daemon/daemon_process.h,
+// the settings common/config/config_table.h): settings (defaults, file,
+// flags), logging, object store
 // (which recovers from an unclean stop), RPC server, MDS registration; then
 // one line on stdout, "surge-ods listening on tcp://H:P target N", which
 // scripts and tests wait for. SIGTERM/SIGINT stop it cleanly: registration
 // stops, in-flight requests finish or are cancelled, the store syncs.
-#include <signal.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
-#include <iostream>
 
+#include "common/daemon/daemon_process.h"
 #include "common/log.h"
+#include "common/metrics/registry.h"
+#include "common/metrics_endpoint.h"
 #include "net/cluster_key.h"
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
-#include "common/metrics/registry.h"
-#include "common/metrics_endpoint.h"
-#include "common/systemd_notify.h"
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
@@ -148,19 +147,9 @@ int run(const OdsConfig& cfg) {
 
   SLOG_INFO("surge-ods serving {} on {} (io threads {}, workers {}, {} x 1 MiB buffers)", cfg.data_dir, address,
             cfg.io_threads, cfg.worker_threads, cfg.pool_1m_buffers);
-  std::printf("surge-ods listening on %s target %u\n", address.c_str(), mds ? mds->target_id() : 0u);
-  std::fflush(stdout);
-  // Type=notify units: systemd counts the daemon started from here on.
-  if (Status st = notify_systemd("READY=1"); !st.ok()) SLOG_WARN("surge-ods: {}", st.ToString());
-
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  int sig = 0;
-  sigwait(&set, &sig);
-  SLOG_INFO("surge-ods: signal {}, stopping", sig);
-  if (Status st = notify_systemd("STOPPING=1"); !st.ok()) SLOG_WARN("surge-ods: {}", st.ToString());
+  daemon::announce_ready("surge-ods", "surge-ods listening on " + address + " target " +
+                                          std::to_string(mds ? mds->target_id() : 0u));
+  daemon::wait_for_stop("surge-ods");
   if (mds) mds->stop();
   chains.on_change(nullptr);
   resync.stop();
@@ -170,75 +159,39 @@ int run(const OdsConfig& cfg) {
   return 0;  // the store syncs and closes as it goes out of scope
 }
 
+int config_error(const Status& st) {
+  std::fprintf(stderr, "surge-ods: %s\n", st.ToString().c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Block the stop signals before any thread exists, so every thread
-  // inherits the mask and only sigwait in main sees them.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  daemon::block_stop_signals();  // before any thread exists
 
   CLI::App app{"surge-ods: the Surge object data server"};
-  std::string config_file, data_dir, listen, advertise, mds, key_file, log_level, log_file, metrics_listen;
-  int io_threads = 0, worker_threads = 0;
-  size_t pool_1m = 0, pool_64k = 0, max_open = 0;
-  uint64_t reserved = 0, max_io = 0;
-  bool direct = false;
+  std::string config_file;
+  bool print_config = false;
   // A later flag wins over an earlier one (wrappers append overrides).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--config", config_file, "TOML settings file (ods/surge-ods.toml lists every key)");
-  auto* o_data = app.add_option("--data-dir", data_dir, "object directory");
-  auto* o_listen = app.add_option("--listen", listen, "tcp://HOST:PORT or rdma://HOST:PORT");
-  auto* o_adv = app.add_option("--advertise", advertise, "address given to the MDS");
-  auto* o_mds = app.add_option("--mds", mds, "MDS address (\"\" for none)");
-  auto* o_key = app.add_option("--cluster-key-file", key_file, "cluster key file");
-  auto* o_metrics = app.add_option("--metrics-listen", metrics_listen, "Prometheus endpoint HOST:PORT (\"\" off)");
-  auto* o_level = app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
-  auto* o_logf = app.add_option("--log-file", log_file, "log file (default stderr)");
-  auto* o_io = app.add_option("--io-threads", io_threads, "transport threads");
-  auto* o_wk = app.add_option("--worker-threads", worker_threads, "request threads");
-  auto* o_p1m = app.add_option("--pool-1m-buffers", pool_1m, "1 MiB pool buffers");
-  auto* o_p64k = app.add_option("--pool-64k-buffers", pool_64k, "64 KiB pool buffers");
-  auto* o_open = app.add_option("--max-open-objects", max_open, "fd cache size");
-  auto* o_res = app.add_option("--reserved-free-bytes", reserved, "keep this much disk free");
-  auto* o_maxio = app.add_option("--max-io-bytes", max_io, "largest request");
-  auto* o_direct = app.add_flag("--o-direct", direct, "aligned IO bypasses the page cache");
+  config::FlagOverrides flags;
+  ods_config_table().add_flags(app, flags);
+  app.add_flag("--print-config", print_config,
+               "print every setting at its default, with its note, and exit");
   CLI11_PARSE(app, argc, argv);
+  if (print_config) {
+    std::printf("%s", ods_config_table().sample().c_str());
+    return 0;
+  }
 
   OdsConfig cfg;
-  if (!config_file.empty()) {
-    if (Status st = load_config_file(config_file, cfg); !st.ok()) {
-      std::fprintf(stderr, "surge-ods: %s\n", st.ToString().c_str());
-      return 2;
-    }
+  if (Status st = ods_config_table().load(config_file, flags, cfg); !st.ok()) {
+    return config_error(st);
   }
-  if (o_data->count()) cfg.data_dir = data_dir;
-  if (o_listen->count()) cfg.listen = listen;
-  if (o_adv->count()) cfg.advertise = advertise;
-  if (o_mds->count()) cfg.mds = mds;
-  if (o_key->count()) cfg.cluster_key_file = key_file;
-  if (o_metrics->count()) cfg.metrics_listen = metrics_listen;
-  if (o_level->count()) cfg.log_level = log_level;
-  if (o_logf->count()) cfg.log_file = log_file;
-  if (o_io->count()) cfg.io_threads = io_threads;
-  if (o_wk->count()) cfg.worker_threads = worker_threads;
-  if (o_p1m->count()) cfg.pool_1m_buffers = pool_1m;
-  if (o_p64k->count()) cfg.pool_64k_buffers = pool_64k;
-  if (o_open->count()) cfg.max_open_objects = max_open;
-  if (o_res->count()) cfg.reserved_free_bytes = reserved;
-  if (o_maxio->count()) cfg.max_io_bytes = max_io;
-  if (o_direct->count()) cfg.o_direct = direct;
-  if (Status st = validate_config(cfg); !st.ok()) {
-    std::fprintf(stderr, "surge-ods: %s\n", st.ToString().c_str());
-    return 2;
-  }
-  if (Status st = init_logging(cfg.log_level, cfg.log_file, "surge-ods"); !st.ok()) {
-    std::fprintf(stderr, "surge-ods: %s\n", st.ToString().c_str());
-    return 2;
+  if (Status st = validate_config(cfg); !st.ok()) return config_error(st);
+  if (Status st = daemon::start_logging("surge-ods", cfg.log_level, cfg.log_file); !st.ok()) {
+    return config_error(st);
   }
   return run(cfg);
 }

@@ -1,133 +1,131 @@
-// Reading surge-ods settings from TOML (see ods_config.h).
+// surge-ods settings: the field table (common/config/config_table.h) that
+// the TOML file, the flags, the range checks and ods/surge-ods.toml all
+// come from, and the relations between settings.
 #include "ods/daemon/ods_config.h"
 
-#include <set>
-#include <toml++/toml.h>
-
 namespace surge::ods {
-namespace {
 
-template <typename T>
-Status get(const toml::table& t, const std::string& section, const char* key, T& out,
-           const std::string& path) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return Status::OK();
-  if constexpr (std::is_same_v<T, std::string>) {
-    auto v = n->value<std::string>();
-    if (!v) return Status::InvalidArgument(path + ": " + section + "." + key + " must be a string");
-    out = *v;
-  } else if constexpr (std::is_same_v<T, bool>) {
-    auto v = n->value<bool>();
-    if (!v) return Status::InvalidArgument(path + ": " + section + "." + key + " must be true or false");
-    out = *v;
-  } else {
-    auto v = n->value<int64_t>();
-    if (!v || *v < 0) {
-      return Status::InvalidArgument(path + ": " + section + "." + key + " must be a non-negative integer");
-    }
-    out = static_cast<T>(*v);
-  }
-  return Status::OK();
+using config::Field;
+using F = Field<OdsConfig>;
+
+const config::ConfigTable<OdsConfig>& ods_config_table() {
+  static const config::ConfigTable<OdsConfig> table(
+      "# surge-ods: the object data server. Every setting is listed at its default\n"
+      "# (surge-ods --print-config writes this file).\n",
+      {
+          F{{"server", "data_dir",
+             "Where the objects live (objects/HH/HH/<id>.dat + .crc), with the target id\n"
+             "the MDS assigned (target_id) and the store FORMAT file. One target per dir.",
+             "--data-dir", 1},
+            &OdsConfig::data_dir},
+          F{{"server", "listen",
+             "Address to serve on: \"tcp://HOST:PORT\" or \"rdma://HOST:PORT\"; port 0 picks one.",
+             "--listen"},
+            &OdsConfig::listen},
+          F{{"server", "advertise",
+             "Address given to the MDS for clients to reach; empty: the bound listen address.",
+             "--advertise"},
+            &OdsConfig::advertise},
+          F{{"server", "cluster_key_file",
+             "Shared secret of the cluster; connections prove they know it.",
+             "--cluster-key-file"},
+            &OdsConfig::cluster_key_file},
+          F{{"server", "metrics_listen",
+             "Prometheus endpoint, \"HOST:PORT\" (GET /metrics): request and error counts\n"
+             "by method, bytes, checksum errors, buffers in use, space. \"\" turns it off\n"
+             "(the default, so several data servers on one host never collide).",
+             "--metrics-listen"},
+            &OdsConfig::metrics_listen},
+          F{{"server", "io_threads", "Transport threads (sockets / completion queues).",
+             "--io-threads", 1},
+            &OdsConfig::io_threads},
+          F{{"server", "worker_threads",
+             "Threads that run requests (and do their disk IO). Requests beyond these\n"
+             "wait in arrival order.",
+             "--worker-threads", 1},
+            &OdsConfig::worker_threads},
+          F{{"server", "forward_lanes",
+             "Updates forwarded down replicated chains run on lanes of their own, one\n"
+             "per place in the chain (the head's successor, the next, ...), so members\n"
+             "waiting on each other (each server is head of some chains and middle or\n"
+             "tail of others) always leave the next one a thread: chains of up to\n"
+             "forward_lanes + 1 members never deadlock, longer ones may wait out a\n"
+             "10 s forward timeout under full load. Each lane has forward_threads\n"
+             "threads; the lanes take (2 * forward_lanes * forward_threads +\n"
+             "worker_threads + 1) 1 MiB pool buffers on top of buffers_1m.",
+             "", 1, 16},
+            &OdsConfig::forward_lanes},
+          F{{"server", "forward_threads", "", "", 1, 256}, &OdsConfig::forward_threads},
+          F{{"server", "credits_per_connection", "Requests one connection may have in flight."},
+            &OdsConfig::credits_per_connection},
+          F{{"server", "handshake_timeout_ms",
+             "A connection that has not proven the cluster key within this many ms is\n"
+             "closed. Until then its frames may be handshake-sized only."},
+            &OdsConfig::handshake_timeout_ms},
+          F{{"server", "max_unauthenticated_connections",
+             "Connections still in the handshake, in total and from one peer address\n"
+             "(0: no limit). One more is refused at once; these bound what peers that\n"
+             "never prove the key can make this server hold."},
+            &OdsConfig::max_unauthenticated_connections},
+          F{{"server", "max_unauthenticated_per_address", ""},
+            &OdsConfig::max_unauthenticated_per_address},
+          F{{"mds", "address",
+             "The metadata server to register with and heartbeat; \"\" runs without one.",
+             "--mds"},
+            &OdsConfig::mds},
+          F{{"mds", "heartbeat_interval_ms",
+             "Heartbeat period in ms; 0 uses what the MDS asks for at registration."},
+            &OdsConfig::heartbeat_interval_ms},
+          F{{"mds", "retry_ms", "Wait between attempts while the MDS is unreachable, in ms."},
+            &OdsConfig::mds_retry_ms},
+          F{{"pool", "buffers_1m",
+             "Registered, pinned IO buffers by size class. The 1 MiB class bounds the\n"
+             "bytes of data in flight: buffers_1m MiB at most, whatever the load.",
+             "--pool-1m-buffers", 1},
+            &OdsConfig::pool_1m_buffers},
+          F{{"pool", "buffers_64k", "", "--pool-64k-buffers"}, &OdsConfig::pool_64k_buffers},
+          F{{"pool", "buffers_4k", ""}, &OdsConfig::pool_4k_buffers},
+          F{{"pool", "huge_pages", "Back the pool with huge pages when the system has them."},
+            &OdsConfig::huge_pages},
+          F{{"pool", "lock_memory", "mlock the pool (a failure is logged once, not fatal)."},
+            &OdsConfig::lock_memory},
+          F{{"store", "max_object_size",
+             "Largest object (offset + length of any write), in bytes: 1 TiB.", "", 1},
+            &OdsConfig::max_object_size},
+          F{{"store", "max_io_bytes",
+             "Largest single Write or Read request, in bytes (<= buffers_1m MiB).",
+             "--max-io-bytes", 1},
+            &OdsConfig::max_io_bytes},
+          F{{"store", "max_open_objects",
+             "Objects kept open (3 descriptors each at most); least recently used close.",
+             "--max-open-objects", 1},
+            &OdsConfig::max_open_objects},
+          F{{"store", "o_direct",
+             "Aligned (4 KiB) IO bypasses the page cache; unaligned IO stays buffered.",
+             "--o-direct"},
+            &OdsConfig::o_direct},
+          F{{"store", "reserved_free_bytes",
+             "Writes fail with NoSpace once free space would drop below this, in bytes.",
+             "--reserved-free-bytes"},
+            &OdsConfig::reserved_free_bytes},
+          F{{"log", "level", "trace, debug, info, warn, error or off.", "--log-level"},
+            &OdsConfig::log_level},
+          F{{"log", "file", "Log file; \"\" logs to stderr.", "--log-file"}, &OdsConfig::log_file},
+      });
+  return table;
 }
-
-Status check_keys(const toml::table& t, const std::string& section, const std::set<std::string>& known,
-                  const std::string& path) {
-  for (const auto& [k, v] : t) {
-    if (!known.count(std::string(k.str()))) {
-      return Status::InvalidArgument(path + ": unknown setting " + section + "." + std::string(k.str()));
-    }
-  }
-  return Status::OK();
-}
-
-}  // namespace
 
 Status load_config_file(const std::string& path, OdsConfig& c) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument("config " + path + ": " + std::string(e.description()) + " at line " +
-                                   std::to_string(e.source().begin.line));
-  }
-  SURGE_RETURN_IF_ERROR(check_keys(root, "", {"server", "mds", "pool", "store", "log"}, path));
-  auto section = [&](const char* name) -> const toml::table* { return root[name].as_table(); };
-  if (const toml::table* t = section("server")) {
-    SURGE_RETURN_IF_ERROR(check_keys(*t, "server",
-                                     {"data_dir", "listen", "advertise", "cluster_key_file", "metrics_listen", "io_threads",
-                                      "worker_threads", "forward_lanes", "forward_threads", "credits_per_connection", "handshake_timeout_ms",
-                                      "max_unauthenticated_connections", "max_unauthenticated_per_address"},
-                                     path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "data_dir", c.data_dir, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "listen", c.listen, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "advertise", c.advertise, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "cluster_key_file", c.cluster_key_file, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "metrics_listen", c.metrics_listen, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "io_threads", c.io_threads, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "worker_threads", c.worker_threads, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "forward_lanes", c.forward_lanes, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "forward_threads", c.forward_threads, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "credits_per_connection", c.credits_per_connection, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "server", "handshake_timeout_ms", c.handshake_timeout_ms, path));
-    SURGE_RETURN_IF_ERROR(
-        get(*t, "server", "max_unauthenticated_connections", c.max_unauthenticated_connections, path));
-    SURGE_RETURN_IF_ERROR(
-        get(*t, "server", "max_unauthenticated_per_address", c.max_unauthenticated_per_address, path));
-  }
-  if (const toml::table* t = section("mds")) {
-    SURGE_RETURN_IF_ERROR(check_keys(*t, "mds", {"address", "heartbeat_interval_ms", "retry_ms"}, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "mds", "address", c.mds, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "mds", "heartbeat_interval_ms", c.heartbeat_interval_ms, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "mds", "retry_ms", c.mds_retry_ms, path));
-  }
-  if (const toml::table* t = section("pool")) {
-    SURGE_RETURN_IF_ERROR(check_keys(
-        *t, "pool", {"buffers_1m", "buffers_64k", "buffers_4k", "huge_pages", "lock_memory"}, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "pool", "buffers_1m", c.pool_1m_buffers, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "pool", "buffers_64k", c.pool_64k_buffers, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "pool", "buffers_4k", c.pool_4k_buffers, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "pool", "huge_pages", c.huge_pages, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "pool", "lock_memory", c.lock_memory, path));
-  }
-  if (const toml::table* t = section("store")) {
-    SURGE_RETURN_IF_ERROR(check_keys(*t, "store",
-                                     {"max_object_size", "max_io_bytes", "max_open_objects", "o_direct",
-                                      "reserved_free_bytes"},
-                                     path));
-    SURGE_RETURN_IF_ERROR(get(*t, "store", "max_object_size", c.max_object_size, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "store", "max_io_bytes", c.max_io_bytes, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "store", "max_open_objects", c.max_open_objects, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "store", "o_direct", c.o_direct, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "store", "reserved_free_bytes", c.reserved_free_bytes, path));
-  }
-  if (const toml::table* t = section("log")) {
-    SURGE_RETURN_IF_ERROR(check_keys(*t, "log", {"level", "file"}, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "log", "level", c.log_level, path));
-    SURGE_RETURN_IF_ERROR(get(*t, "log", "file", c.log_file, path));
-  }
-  return Status::OK();
+  return ods_config_table().load_file(path, c);
 }
 
 Status validate_config(const OdsConfig& c) {
-  if (c.data_dir.empty()) return Status::InvalidArgument("config: server.data_dir is empty");
-  if (c.io_threads < 1 || c.worker_threads < 1) {
-    return Status::InvalidArgument("config: server.io_threads and server.worker_threads must be >= 1");
-  }
-  if (c.forward_lanes < 1 || c.forward_lanes > 16 || c.forward_threads < 1 ||
-      c.forward_threads > 256) {
-    return Status::InvalidArgument("config: server.forward_lanes (" +
-                                   std::to_string(c.forward_lanes) + ") must be in 1..16 and " +
-                                   "server.forward_threads (" + std::to_string(c.forward_threads) +
-                                   ") in 1..256");
-  }
-  if (c.pool_1m_buffers == 0) return Status::InvalidArgument("config: pool.buffers_1m must be >= 1");
-  if (c.max_io_bytes == 0 || c.max_io_bytes > c.pool_1m_buffers * (uint64_t{1} << 20)) {
-    return Status::InvalidArgument("config: store.max_io_bytes (" + std::to_string(c.max_io_bytes) +
+  SURGE_RETURN_IF_ERROR(ods_config_table().check(c));
+  if (c.max_io_bytes > c.pool_1m_buffers * (uint64_t{1} << 20)) {
+    return Status::InvalidArgument("store.max_io_bytes (" + std::to_string(c.max_io_bytes) +
                                    ") must be between 1 and pool.buffers_1m MiB (" +
                                    std::to_string(c.pool_1m_buffers) + " MiB)");
   }
-  if (c.max_object_size == 0) return Status::InvalidArgument("config: store.max_object_size is 0");
-  if (c.max_open_objects == 0) return Status::InvalidArgument("config: store.max_open_objects is 0");
   return Status::OK();
 }
 

@@ -1,12 +1,16 @@
-// OdsConfig: every setting of surge-ods, its default, and how it is read:
-// defaults here, then the TOML file (--config), then command-line flags.
-// ods/surge-ods.toml lists every key at its default with a note; keep the
-// two in step. All settings are read at start; none change at run time.
+// OdsConfig: every setting of surge-ods with its default. Read in order:
+// these defaults, the TOML file (--config), then command-line flags.
+// ods_config_table() declares each setting once (key, flag, range, note);
+// the file, the flags, the checks and ods/surge-ods.toml (the output of
+// surge-ods --print-config) come from it. A new setting is a member here
+// and a row there. All settings are read at start; none change at run
+// time.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "common/config/config_table.h"
 #include "common/status.h"
 
 namespace surge::ods {
@@ -33,15 +37,15 @@ struct OdsConfig {
   uint32_t heartbeat_interval_ms = 0;        // 0: what the MDS asks for
   uint32_t mds_retry_ms = 1000;
   // [pool]
-  size_t pool_1m_buffers = 32;
-  size_t pool_64k_buffers = 128;
-  size_t pool_4k_buffers = 512;
+  uint64_t pool_1m_buffers = 32;
+  uint64_t pool_64k_buffers = 128;
+  uint64_t pool_4k_buffers = 512;
   bool huge_pages = true;
   bool lock_memory = true;
   // [store]
   uint64_t max_object_size = uint64_t{1} << 40;
   uint64_t max_io_bytes = 8 << 20;
-  size_t max_open_objects = 1024;
+  uint64_t max_open_objects = 1024;
   bool o_direct = false;
   uint64_t reserved_free_bytes = 0;
   // [log]
@@ -49,11 +53,14 @@ struct OdsConfig {
   std::string log_file;
 };
 
+// The table of every setting, in the order of the sample file.
+const config::ConfigTable<OdsConfig>& ods_config_table();
+
 // Reads a TOML file over the defaults in cfg. Unknown keys are errors (a
 // typo must not silently leave a default in place).
 Status load_config_file(const std::string& path, OdsConfig& cfg);
 
-// Checks ranges and relations between settings.
+// Checks the table's ranges, then the relations between settings.
 Status validate_config(const OdsConfig& cfg);
 
 }  // namespace surge::ods

@@ -1,0 +1,35 @@
+// DaemonProcess: what every Surge daemon does around its own work, written
+// once: the stop signals (blocked in every thread, waited for in main),
+// logging set up from its settings, and telling its starter it is ready
+// (the one stdout line scripts and tests wait for; READY=1 with MAINPID
+// to systemd, whose units are Type=notify) and that it is stopping.
+//   main():  block_stop_signals();  ... settings ...  start_logging(...);
+//   run():   ... serve ...  announce_ready(...);  wait_for_stop(...);  ... stop ...
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace surge::daemon {
+
+// Call first in main, before any thread exists: every thread inherits a
+// mask with SIGTERM and SIGINT blocked, so only wait_for_stop sees them;
+// SIGPIPE is ignored (a peer gone mid-write is an error value, not a
+// death).
+void block_stop_signals();
+
+// Logging for the daemon `name` ("surge-mds") at level, to file ("":
+// stderr).
+Status start_logging(const std::string& name, const std::string& level, const std::string& file);
+
+// The daemon serves from now on: prints stdout_line (flushed) and tells
+// systemd READY=1, MAINPID and STATUS=stdout_line. A failure to notify is
+// logged, not fatal (a unit that is not Type=notify has no socket).
+void announce_ready(const std::string& name, const std::string& stdout_line);
+
+// Blocks until SIGTERM or SIGINT, logs it and tells systemd STOPPING=1.
+// Returns the signal.
+int wait_for_stop(const std::string& name);
+
+}  // namespace surge::daemon
