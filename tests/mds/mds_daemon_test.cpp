@@ -238,6 +238,7 @@ TEST(MdsConfigTest, ShippedFileStatesTheDefaults) {
   from_file.session_timeout_ms = 1;
   from_file.orphan_startup_grace_ms = 1;
   from_file.target_timeout_ms = 1;
+  from_file.chain_rebalance_max_moves = 99;
   ASSERT_TRUE(load_config_file(std::string(src) + "/mds/surge-mds.toml", from_file).ok());
   EXPECT_EQ(from_file.data_dir, defaults.data_dir);
   EXPECT_EQ(from_file.listen, defaults.listen);
@@ -248,7 +249,16 @@ TEST(MdsConfigTest, ShippedFileStatesTheDefaults) {
   EXPECT_EQ(from_file.session_timeout_ms, defaults.session_timeout_ms);
   EXPECT_EQ(from_file.orphan_startup_grace_ms, defaults.orphan_startup_grace_ms);
   EXPECT_EQ(from_file.target_timeout_ms, defaults.target_timeout_ms);
+  EXPECT_EQ(from_file.chain_rebalance_max_moves, defaults.chain_rebalance_max_moves);
   EXPECT_TRUE(validate_config(from_file).ok());
+}
+
+TEST(MdsConfigTest, NoRebalanceMovesIsRefusedByName) {
+  MdsConfig c;
+  c.chain_rebalance_max_moves = 0;
+  Status st = validate_config(c);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("chains.rebalance_max_moves"), std::string::npos) << st.message();
 }
 
 TEST(MdsConfigTest, UnknownKeyIsRefused) {

@@ -21,6 +21,7 @@ TEST(OdsConfig, ShippedFileStatesTheDefaults) {
   OdsConfig from_file;
   from_file.data_dir = from_file.listen = from_file.mds = from_file.log_level = "changed";
   from_file.io_threads = from_file.worker_threads = 99;
+  from_file.forward_lanes = from_file.forward_threads = 99;
   from_file.pool_1m_buffers = from_file.pool_64k_buffers = from_file.pool_4k_buffers = 99;
   from_file.max_object_size = from_file.max_io_bytes = from_file.reserved_free_bytes = 99;
   from_file.max_open_objects = 99;
@@ -38,6 +39,8 @@ TEST(OdsConfig, ShippedFileStatesTheDefaults) {
   EXPECT_EQ(from_file.metrics_listen, d.metrics_listen);
   EXPECT_EQ(from_file.io_threads, d.io_threads);
   EXPECT_EQ(from_file.worker_threads, d.worker_threads);
+  EXPECT_EQ(from_file.forward_lanes, d.forward_lanes);
+  EXPECT_EQ(from_file.forward_threads, d.forward_threads);
   EXPECT_EQ(from_file.credits_per_connection, d.credits_per_connection);
   EXPECT_EQ(from_file.mds, d.mds);
   EXPECT_EQ(from_file.heartbeat_interval_ms, d.heartbeat_interval_ms);
@@ -69,6 +72,20 @@ TEST(OdsConfig, UnknownKeysAndWrongTypesAreRefused) {
   EXPECT_EQ(load_config_file(path, c).code(), Code::kInvalidArgument);
   std::ofstream(path) << "[pool\n";
   EXPECT_EQ(load_config_file(path, c).code(), Code::kInvalidArgument);
+}
+
+// The forward lanes' bounds come from the table (ods_config_table()).
+TEST(OdsConfig, ForwardLanesOutOfRangeAreRefusedByName) {
+  OdsConfig c;
+  c.forward_lanes = 17;
+  Status st = validate_config(c);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("server.forward_lanes"), std::string::npos) << st.message();
+  c = OdsConfig{};
+  c.forward_threads = 0;
+  st = validate_config(c);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("server.forward_threads"), std::string::npos) << st.message();
 }
 
 TEST(OdsConfig, ValidationRefusesRequestsBiggerThanThePool) {
