@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/metrics/registry.h"
 #include "common/systemd_notify.h"
 
 namespace surge::daemon {
@@ -30,6 +31,18 @@ void block_stop_signals() {
 
 Status start_logging(const std::string& name, const std::string& level, const std::string& file) {
   return init_logging(level, file, name);
+}
+
+Result<std::unique_ptr<MetricsEndpoint>> start_metrics(const std::string& name,
+                                                       const std::string& listen) {
+  if (listen.empty()) return std::unique_ptr<MetricsEndpoint>();
+  auto endpoint =
+      std::make_unique<MetricsEndpoint>([] { return metrics::Registry::global().render(); });
+  if (Status st = endpoint->start(listen); !st.ok()) {
+    return Status(st.code(), name + " metrics endpoint: " + st.message());
+  }
+  SLOG_INFO("{} metrics on {}", name, endpoint->url());
+  return endpoint;
 }
 
 void announce_ready(const std::string& name, const std::string& stdout_line) {

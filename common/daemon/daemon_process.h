@@ -1,14 +1,18 @@
 // DaemonProcess: what every Surge daemon does around its own work, written
 // once: the stop signals (blocked in every thread, waited for in main),
-// logging set up from its settings, and telling its starter it is ready
-// (the one stdout line scripts and tests wait for; READY=1 with MAINPID
-// to systemd, whose units are Type=notify) and that it is stopping.
+// logging set up from its settings, the Prometheus endpoint, and telling
+// its starter it is ready (the one stdout line scripts and tests wait for;
+// READY=1 with MAINPID to systemd, whose units are Type=notify) and that it
+// is stopping.
 //   main():  block_stop_signals();  ... settings ...  start_logging(...);
-//   run():   ... serve ...  announce_ready(...);  wait_for_stop(...);  ... stop ...
+//   run():   ... serve ...  start_metrics(...);  announce_ready(...);
+//            wait_for_stop(...);  ... stop ...
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "common/metrics_endpoint.h"
 #include "common/status.h"
 
 namespace surge::daemon {
@@ -22,6 +26,12 @@ void block_stop_signals();
 // Logging for the daemon `name` ("surge-mds") at level, to file ("":
 // stderr).
 Status start_logging(const std::string& name, const std::string& level, const std::string& file);
+
+// The daemon's metrics registry (metrics::Registry::global()) served on
+// listen ("HOST:PORT", GET /metrics); "" serves none (nullptr). A failure
+// names the daemon and the address.
+Result<std::unique_ptr<MetricsEndpoint>> start_metrics(const std::string& name,
+                                                       const std::string& listen);
 
 // The daemon serves from now on: prints stdout_line (flushed) and tells
 // systemd READY=1, MAINPID and STATUS=stdout_line. A failure to notify is

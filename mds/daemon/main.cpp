@@ -16,7 +16,6 @@
 
 #include "common/daemon/daemon_process.h"
 #include "common/log.h"
-#include "common/metrics_endpoint.h"
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
@@ -134,15 +133,10 @@ int run(const MdsConfig& cfg) {
   register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
 
-  std::unique_ptr<MetricsEndpoint> metrics_http;
-  if (!cfg.metrics_listen.empty()) {
-    metrics_http = std::make_unique<MetricsEndpoint>(
-        [] { return metrics::Registry::global().render(); });
-    if (Status st = metrics_http->start(cfg.metrics_listen); !st.ok()) {
-      (*server)->stop();
-      return fail(st);
-    }
-    SLOG_INFO("surge-mds metrics on {}", metrics_http->url());
+  auto metrics_http = daemon::start_metrics("surge-mds", cfg.metrics_listen);
+  if (!metrics_http.ok()) {
+    (*server)->stop();
+    return fail(metrics_http.status());
   }
 
   OrphanCollectorOptions copts;
@@ -158,7 +152,7 @@ int run(const MdsConfig& cfg) {
   daemon::announce_ready("surge-mds",
                          "surge-mds listening on " + (*server)->address() + " fs " + fsid);
   daemon::wait_for_stop("surge-mds");
-  if (metrics_http) metrics_http->stop();
+  if (*metrics_http) (*metrics_http)->stop();
   (*server)->stop();
   collector.stop();
   ns->reset();

@@ -17,7 +17,6 @@
 #include "common/daemon/daemon_process.h"
 #include "common/log.h"
 #include "common/metrics/registry.h"
-#include "common/metrics_endpoint.h"
 #include "net/cluster_key.h"
 #include "net/rpc_server.h"
 #include "ods/daemon/mds_registration.h"
@@ -117,14 +116,10 @@ int run(const OdsConfig& cfg) {
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   const std::string address = (*server)->address();
 
-  std::unique_ptr<MetricsEndpoint> metrics_http;
-  if (!cfg.metrics_listen.empty()) {
-    metrics_http = std::make_unique<MetricsEndpoint>([] { return metrics::Registry::global().render(); });
-    if (Status st = metrics_http->start(cfg.metrics_listen); !st.ok()) {
-      (*server)->stop();
-      return fail(st);
-    }
-    SLOG_INFO("surge-ods metrics on {}", metrics_http->url());
+  auto metrics_http = daemon::start_metrics("surge-ods", cfg.metrics_listen);
+  if (!metrics_http.ok()) {
+    (*server)->stop();
+    return fail(metrics_http.status());
   }
 
   std::unique_ptr<MdsRegistration> mds;
@@ -154,7 +149,7 @@ int run(const OdsConfig& cfg) {
   chains.on_change(nullptr);
   resync.stop();
   roll.stop();
-  if (metrics_http) metrics_http->stop();
+  if (*metrics_http) (*metrics_http)->stop();
   (*server)->stop();
   return 0;  // the store syncs and closes as it goes out of scope
 }

@@ -97,6 +97,8 @@ TEST_F(MdsMetricsTest, BadListenAddressStopsTheDaemonWithAMessage) {
   std::ifstream log(tmp_.path() + "/mds.log");
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("metrics listen 'nohost'"), std::string::npos) << text;
+  // The error names the daemon's endpoint (common/daemon: start_metrics).
+  EXPECT_NE(text.find("surge-mds metrics endpoint"), std::string::npos) << text;
 }
 
 }  // namespace
