@@ -10,7 +10,9 @@
 #   bash scripts/test.sh -L unit    # extra args go to ctest: main part only
 #   SURGE_TEST_PARTS="main fuzz asan tsan" bash scripts/test.sh
 # The first part that fails stops the run. asan and tsan are not yet in the
-# default: docs/testing.md says why.
+# default: docs/testing.md says why. A part that changes the source tree
+# (a tracked file modified, or a file git does not ignore created) fails
+# too: tests write under their build dir or /tmp only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -gt 0 ]; then
@@ -29,9 +31,19 @@ part_main() {
   (cd "$build" && ctest --output-on-failure --timeout 900 "$@")
 }
 
+# What git sees of the checkout: status, and the content of what is
+# already modified (so a change to a file edited before the run counts).
+tree_state() {
+  git status --porcelain=v1 --untracked-files=all
+  git diff HEAD --binary | sha256sum
+}
+in_git=0
+git rev-parse --is-inside-work-tree >/dev/null 2>&1 && in_git=1
+
 for part in $PARTS; do
   start=$(date +%s)
   echo "test.sh: part $part"
+  [ "$in_git" = 1 ] && before=$(tree_state)
   case "$part" in
     main) part_main "$@" ;;
     fuzz) bash scripts/fuzz.sh ;;
@@ -42,5 +54,10 @@ for part in $PARTS; do
       exit 2
       ;;
   esac
+  if [ "$in_git" = 1 ] && [ "$(tree_state)" != "$before" ]; then
+    echo "test.sh: part $part changed the source tree (git status before / after):" >&2
+    diff <(echo "$before") <(tree_state) >&2 || true
+    exit 1
+  fi
   echo "test.sh: part $part passed in $(( $(date +%s) - start )) s"
 done

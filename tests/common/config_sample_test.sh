@@ -4,7 +4,9 @@
 # default, with its note), byte for byte; and the configs the Ansible roles
 # render carry exactly the table's keys (tests/ansible/check_templates.py).
 # A setting added to a table but not to the shipped file or a template, or
-# the other way round, fails here.
+# the other way round, fails here. Everything this test writes is in a
+# scratch dir: it never touches the source tree (the samples are rewritten
+# by scripts/update-config-samples.sh only).
 set -euo pipefail
 src=${SURGE_SOURCE_DIR:?} build=${SURGE_BUILD_DIR:?}
 out=$(mktemp -d)
@@ -13,8 +15,8 @@ status=0
 for d in mds ods; do
   "$build/$d/surge-$d" --print-config >"$out/surge-$d.toml"
   if ! diff -u "$src/$d/surge-$d.toml" "$out/surge-$d.toml"; then
-    echo "$d/surge-$d.toml is not what surge-$d --print-config prints (regenerate it with" \
-      "surge-$d --print-config > $d/surge-$d.toml)" >&2
+    echo "$d/surge-$d.toml is not what surge-$d --print-config prints (regenerate both with" \
+      "bash scripts/update-config-samples.sh $build)" >&2
     status=1
   fi
 done
