@@ -23,6 +23,19 @@ FileLayout erasure(uint64_t unit, std::vector<uint32_t> chains, uint32_t k, uint
   return l;
 }
 
+// A partial group that writes one unit: its position and chunk range, and
+// the parity range, which is that same chunk range.
+void expect_one_unit(const GroupWrite& w, uint32_t position, uint64_t chunk_offset,
+                     uint64_t length) {
+  EXPECT_FALSE(w.full) << "group " << w.group;
+  ASSERT_EQ(w.units.size(), 1u) << "group " << w.group;
+  EXPECT_EQ(w.units[0].position, position) << "group " << w.group;
+  EXPECT_EQ(w.units[0].chunk_offset, chunk_offset) << "group " << w.group;
+  EXPECT_EQ(w.units[0].length, length) << "group " << w.group;
+  EXPECT_EQ(w.parity_chunk_offset, chunk_offset) << "group " << w.group;
+  EXPECT_EQ(w.parity_length, length) << "group " << w.group;
+}
+
 TEST(GroupPlan, AWholeGroupIsFullWithEveryUnit) {
   auto w = plan_group_writes(erasure(16, {6, 7}, 4, 2), 64, 64);  // group 1
   ASSERT_EQ(w.size(), 1u);
@@ -48,25 +61,13 @@ TEST(GroupPlan, ARangeOverThreeGroupsIsPartialFullPartial) {
   // group 2 (slot 0 again, the second unit of its chunks).
   auto w = plan_group_writes(erasure(16, {6, 7}, 4, 2), 60, 80);
   ASSERT_EQ(w.size(), 3u);
-  EXPECT_FALSE(w[0].full);
-  ASSERT_EQ(w[0].units.size(), 1u);
-  EXPECT_EQ(w[0].units[0].position, 3u);
-  EXPECT_EQ(w[0].units[0].chunk_offset, 12u);
-  EXPECT_EQ(w[0].units[0].length, 4u);
-  EXPECT_EQ(w[0].parity_chunk_offset, 12u);
-  EXPECT_EQ(w[0].parity_length, 4u);
+  ASSERT_NO_FATAL_FAILURE(expect_one_unit(w[0], 3, 12, 4));
   EXPECT_TRUE(w[1].full);
   EXPECT_EQ(w[1].slot, 1u);
   EXPECT_EQ(w[2].group, 2u);
   EXPECT_EQ(w[2].slot, 0u);
   EXPECT_EQ(w[2].chunk_offset, 16u);
-  EXPECT_FALSE(w[2].full);
-  ASSERT_EQ(w[2].units.size(), 1u);
-  EXPECT_EQ(w[2].units[0].position, 0u);
-  EXPECT_EQ(w[2].units[0].chunk_offset, 16u);
-  EXPECT_EQ(w[2].units[0].length, 12u);
-  EXPECT_EQ(w[2].parity_chunk_offset, 16u);
-  EXPECT_EQ(w[2].parity_length, 12u);
+  ASSERT_NO_FATAL_FAILURE(expect_one_unit(w[2], 0, 16, 12));
 }
 
 // IOR hard: a 47,008-byte write across a unit boundary of 4+2 with 1 MiB
