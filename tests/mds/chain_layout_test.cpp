@@ -14,30 +14,13 @@ namespace {
 class ChainLayoutTest : public NamespaceTest {
  protected:
   Status setstripe(uint64_t ino, uint32_t replicas, uint32_t count = 0) {
-    pb::SetLayoutRequest r;
-    *r.mutable_cred() = root_cred();
-    r.set_ino(ino);
-    r.mutable_layout()->set_stripe_count(count);
+    pb::Layout l;
+    l.set_stripe_count(count);
     if (replicas != 0) {
-      r.mutable_layout()->set_scheme(pb::SCHEME_REPLICAS);
-      r.mutable_layout()->set_replicas(replicas);
+      l.set_scheme(pb::SCHEME_REPLICAS);
+      l.set_replicas(replicas);
     }
-    pb::SetLayoutReply out;
-    return ns_->set_layout(r, &out);
-  }
-  Result<pb::GetLayoutReply> getstripe(uint64_t ino) {
-    pb::GetLayoutRequest r;
-    *r.mutable_cred() = root_cred();
-    r.set_ino(ino);
-    pb::GetLayoutReply out;
-    SURGE_RETURN_IF_ERROR(ns_->get_layout(r, &out));
-    return out;
-  }
-  const pb::Chain* chain(const pb::ClusterMap& m, uint32_t id) {
-    for (const auto& c : m.chains().chains()) {
-      if (c.chain_id() == id) return &c;
-    }
-    return nullptr;
+    return set_layout(ino, l);
   }
 };
 
@@ -56,7 +39,7 @@ TEST_F(ChainLayoutTest, ReplicatedDirectoryGivesNewFilesChainsOfThatWidth) {
   EXPECT_EQ(std::set<uint32_t>(l.chains().begin(), l.chains().end()).size(), 3u);
   const auto m = map_->snapshot();
   for (uint32_t id : l.chains()) {
-    const pb::Chain* c = chain(m, id);
+    const pb::Chain* c = find_chain(m, id);
     ASSERT_NE(c, nullptr) << "chain " << id << " is in the shipped map";
     EXPECT_EQ(c->replicas(), 2u);
     EXPECT_EQ(c->members_size(), 2);
@@ -71,7 +54,7 @@ TEST_F(ChainLayoutTest, SubdirectoriesAndTheirFilesInheritReplicas) {
   auto f = create(sub->ino(), "f");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->layout().replicas(), 3u);
-  auto dl = getstripe(sub->ino());
+  auto dl = get_layout(sub->ino());
   ASSERT_TRUE(dl.ok());
   EXPECT_EQ(dl->layout().scheme(), pb::SCHEME_REPLICAS);
   EXPECT_EQ(dl->layout().replicas(), 3u);
@@ -123,7 +106,7 @@ TEST_F(ChainLayoutTest, SmallFilesSpreadOverEveryTarget) {
     ASSERT_TRUE(f.ok());
     ASSERT_EQ(f->layout().chains_size(), 1);
     const auto m = map_->snapshot();
-    ++first[chain(m, f->layout().chains(0))->members(0).target_id()];
+    ++first[find_chain(m, f->layout().chains(0))->members(0).target_id()];
   }
   ASSERT_EQ(first.size(), 3u);
   for (const auto& [t, n] : first) EXPECT_EQ(n, 10) << "target " << t;
@@ -134,7 +117,7 @@ TEST_F(ChainLayoutTest, GetstripeShowsEachChainWithItsMembers) {
   ASSERT_TRUE(setstripe(d->ino(), 2, 2).ok());
   auto f = create(d->ino(), "f");
   ASSERT_TRUE(f.ok());
-  auto l = getstripe(f->ino());
+  auto l = get_layout(f->ino());
   ASSERT_TRUE(l.ok());
   ASSERT_EQ(l->chains_size(), 2);
   for (const auto& c : l->chains()) {
@@ -155,7 +138,7 @@ TEST_F(ChainLayoutTest, ChainTableSurvivesRestart) {
   const auto after = map_->snapshot();
   EXPECT_EQ(after.chains().version(), before.chains().version());
   ASSERT_EQ(after.chains().chains_size(), before.chains().chains_size());
-  for (uint32_t id : f->layout().chains()) EXPECT_NE(chain(after, id), nullptr);
+  for (uint32_t id : f->layout().chains()) EXPECT_NE(find_chain(after, id), nullptr);
 }
 
 pb::ReportTargetFailureRequest failure_of(uint32_t target) {
@@ -193,7 +176,7 @@ TEST_F(ChainLayoutTest, AReportedTargetThatFailsTheProbeLeavesItsChainsAtOnce) {
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     const auto now = map_->snapshot();
     for (uint32_t id : f->layout().chains()) {
-      for (const auto& mem : chain(now, id)->members()) {
+      for (const auto& mem : find_chain(now, id)->members()) {
         if (mem.target_id() == 2) {
           EXPECT_EQ(mem.state(), pb::MEMBER_OFFLINE);
         }

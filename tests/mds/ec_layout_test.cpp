@@ -23,55 +23,26 @@ class EcLayoutTest : public NamespaceTest {
     register_extra();
   }
   // The fixture registers 3 data servers; EC 4+2 needs 6.
-  void register_extra() {
-    for (int i = 3; i < kTargets; ++i) {
-      pb::RegisterTargetRequest r;
-      r.set_target_id(static_cast<uint32_t>(i + 1));
-      r.set_address("tcp://127.0.0.1:" + std::to_string(7101 + i));
-      r.set_capacity_bytes(100ull << 30);
-      r.set_free_bytes(50ull << 30);
-      ASSERT_TRUE(map_->register_target(r).ok());
-    }
-  }
+  void register_extra() { register_targets(4, kTargets); }
   Status setstripe_ec(uint64_t ino, uint32_t k, uint32_t m, uint32_t count = 0) {
-    pb::SetLayoutRequest r;
-    *r.mutable_cred() = root_cred();
-    r.set_ino(ino);
-    r.mutable_layout()->set_stripe_count(count);
-    r.mutable_layout()->set_scheme(pb::SCHEME_EC);
-    r.mutable_layout()->set_ec_data(k);
-    r.mutable_layout()->set_ec_parity(m);
-    pb::SetLayoutReply out;
-    return ns_->set_layout(r, &out);
+    pb::Layout l;
+    l.set_stripe_count(count);
+    l.set_scheme(pb::SCHEME_EC);
+    l.set_ec_data(k);
+    l.set_ec_parity(m);
+    return set_layout(ino, l);
   }
   Status setstripe_replicas(uint64_t ino, uint32_t n) {
-    pb::SetLayoutRequest r;
-    *r.mutable_cred() = root_cred();
-    r.set_ino(ino);
-    r.mutable_layout()->set_scheme(pb::SCHEME_REPLICAS);
-    r.mutable_layout()->set_replicas(n);
-    pb::SetLayoutReply out;
-    return ns_->set_layout(r, &out);
-  }
-  Result<pb::GetLayoutReply> ns_get_layout(uint64_t ino) {
-    pb::GetLayoutRequest r;
-    *r.mutable_cred() = root_cred();
-    r.set_ino(ino);
-    pb::GetLayoutReply out;
-    SURGE_RETURN_IF_ERROR(ns_->get_layout(r, &out));
-    return out;
-  }
-  const pb::Chain* chain(const pb::ClusterMap& m, uint32_t id) {
-    for (const auto& c : m.chains().chains()) {
-      if (c.chain_id() == id) return &c;
-    }
-    return nullptr;
+    pb::Layout l;
+    l.set_scheme(pb::SCHEME_REPLICAS);
+    l.set_replicas(n);
+    return set_layout(ino, l);
   }
   // Every slot's chain is EC k+m with k+m distinct member targets.
   void expect_ec_chains(const pb::Layout& l, uint32_t k, uint32_t m) {
     const auto snap = map_->snapshot();
     for (uint32_t id : l.chains()) {
-      const pb::Chain* c = chain(snap, id);
+      const pb::Chain* c = find_chain(snap, id);
       ASSERT_NE(c, nullptr) << "chain " << id << " is in the shipped map";
       EXPECT_EQ(c->scheme(), pb::SCHEME_EC) << "chain " << id;
       EXPECT_EQ(c->ec_data(), k) << "chain " << id;
@@ -111,7 +82,7 @@ TEST_F(EcLayoutTest, SubdirectoriesAndTheirFilesInheritEc) {
   EXPECT_EQ(f->layout().ec_data(), 2u);
   EXPECT_EQ(f->layout().ec_parity(), 1u);
   expect_ec_chains(f->layout(), 2, 1);
-  auto dl = ns_get_layout(sub->ino());
+  auto dl = get_layout(sub->ino());
   ASSERT_TRUE(dl.ok());
   EXPECT_EQ(dl->layout().scheme(), pb::SCHEME_EC);
   EXPECT_EQ(dl->layout().ec_data(), 2u);
@@ -157,7 +128,7 @@ TEST_F(EcLayoutTest, ADirectorySwitchesBetweenReplicatedAndEc) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->layout().scheme(), pb::SCHEME_REPLICAS);
   ASSERT_TRUE(setstripe_ec(d->ino(), 2, 2).ok());
-  auto dl = ns_get_layout(d->ino());
+  auto dl = get_layout(d->ino());
   ASSERT_TRUE(dl.ok());
   EXPECT_EQ(dl->layout().scheme(), pb::SCHEME_EC);
   EXPECT_EQ(dl->layout().replicas(), 0u);
@@ -167,7 +138,7 @@ TEST_F(EcLayoutTest, ADirectorySwitchesBetweenReplicatedAndEc) {
   EXPECT_EQ(e->layout().replicas(), 0u);
   expect_ec_chains(e->layout(), 2, 2);
   // The older file keeps its layout.
-  auto again = ns_get_layout(r->ino());
+  auto again = get_layout(r->ino());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->layout().scheme(), pb::SCHEME_REPLICAS);
   ASSERT_TRUE(setstripe_replicas(d->ino(), 3).ok());
@@ -188,7 +159,7 @@ TEST_F(EcLayoutTest, SmallEcFilesRotateOverEveryTarget) {
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     ASSERT_EQ(f->layout().chains_size(), 1);
     const auto m = map_->snapshot();
-    ++first[chain(m, f->layout().chains(0))->members(0).target_id()];
+    ++first[find_chain(m, f->layout().chains(0))->members(0).target_id()];
   }
   ASSERT_EQ(first.size(), static_cast<size_t>(kTargets));
   for (const auto& [t, n] : first) EXPECT_EQ(n, 6) << "target " << t;
@@ -202,10 +173,10 @@ TEST_F(EcLayoutTest, EcLayoutSurvivesRestart) {
   const pb::Layout before = f->layout();
   reopen();
   register_extra();
-  auto after = ns_get_layout(f->ino());
+  auto after = get_layout(f->ino());
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->layout().SerializeAsString(), before.SerializeAsString());
-  auto dl = ns_get_layout(d->ino());
+  auto dl = get_layout(d->ino());
   ASSERT_TRUE(dl.ok());
   EXPECT_EQ(dl->layout().scheme(), pb::SCHEME_EC);
   EXPECT_EQ(dl->layout().ec_data(), 3u);

@@ -119,19 +119,24 @@ class NamespaceTest : public ::testing::Test {
     ASSERT_TRUE(map.ok()) << map.status().ToString();
     map_ = std::move(*map);
     if (register_targets_) {
-      for (int i = 0; i < 3; ++i) {
-        pb::RegisterTargetRequest r;
-        r.set_target_id(static_cast<uint32_t>(i + 1));
-        r.set_address("tcp://127.0.0.1:" + std::to_string(7101 + i));
-        r.set_capacity_bytes(100ull << 30);
-        r.set_free_bytes(50ull << 30);
-        ASSERT_TRUE(map_->register_target(r).ok());
-      }
+      ASSERT_NO_FATAL_FAILURE(register_targets(1, 3));
     }
     sessions_ = std::make_unique<SessionTable>(session_opts_);
     auto ns = Namespace::Open(kv_.get(), map_.get(), sessions_.get(), &objects_, ns_opts_);
     ASSERT_TRUE(ns.ok()) << ns.status().ToString();
     ns_ = std::move(*ns);
+  }
+  // Registers data servers first..last (ids) at fake loopback addresses
+  // (id n listens on port 7100 + n), each 100 GiB with 50 GiB free.
+  void register_targets(uint32_t first, uint32_t last) {
+    for (uint32_t id = first; id <= last; ++id) {
+      pb::RegisterTargetRequest r;
+      r.set_target_id(id);
+      r.set_address("tcp://127.0.0.1:" + std::to_string(7100 + id));
+      r.set_capacity_bytes(100ull << 30);
+      r.set_free_bytes(50ull << 30);
+      ASSERT_TRUE(map_->register_target(r).ok()) << "register target " << id;
+    }
   }
   void close_all() {
     ns_.reset();
@@ -252,6 +257,24 @@ class NamespaceTest : public ::testing::Test {
     SURGE_RETURN_IF_ERROR(ns_->setattr(req, &out));
     return out.attr();
   }
+  // setstripe as root: the directory or file's layout becomes `layout`.
+  Status set_layout(uint64_t ino, const pb::Layout& layout) {
+    pb::SetLayoutRequest r;
+    *r.mutable_cred() = root_cred();
+    r.set_ino(ino);
+    *r.mutable_layout() = layout;
+    pb::SetLayoutReply out;
+    return ns_->set_layout(r, &out);
+  }
+  // getstripe as root.
+  Result<pb::GetLayoutReply> get_layout(uint64_t ino) {
+    pb::GetLayoutRequest r;
+    *r.mutable_cred() = root_cred();
+    r.set_ino(ino);
+    pb::GetLayoutReply out;
+    SURGE_RETURN_IF_ERROR(ns_->get_layout(r, &out));
+    return out;
+  }
   // Every name in a directory, paging with the given page size.
   Result<std::vector<std::string>> list(uint64_t dir, uint32_t page = 1000,
                                         pb::Credentials c = root_cred()) {
@@ -297,6 +320,14 @@ class NamespaceTest : public ::testing::Test {
   FakeObjectTargets objects_;
   std::unique_ptr<Namespace> ns_;
 };
+
+// The chain with this id in a shipped cluster map, or nullptr.
+inline const pb::Chain* find_chain(const pb::ClusterMap& m, uint32_t id) {
+  for (const auto& c : m.chains().chains()) {
+    if (c.chain_id() == id) return &c;
+  }
+  return nullptr;
+}
 
 inline Code code_of(const Status& s) {
   return s.code();

@@ -148,13 +148,7 @@ class LayoutTest : public NamespaceTest {
     SURGE_RETURN_IF_ERROR(ns_->set_layout(r, &out));
     return out.layout();
   }
-  Result<pb::GetLayoutReply> get_layout(uint64_t ino) {
-    pb::GetLayoutRequest r;
-    r.set_ino(ino);
-    pb::GetLayoutReply out;
-    SURGE_RETURN_IF_ERROR(ns_->get_layout(r, &out));
-    return out;
-  }
+  using NamespaceTest::get_layout;
 };
 
 TEST_F(LayoutTest, DirectoryDefaultAppliesToNewFiles) {
