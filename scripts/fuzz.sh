@@ -18,8 +18,11 @@ SECONDS_EACH=${SURGE_FUZZ_SECONDS:-45}
 JOBS=${SURGE_FUZZ_JOBS:-$(nproc)}
 
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  # -fdebug-prefix-map: so ccache does not hash the clone's path (-g1), and
+  # a fresh clone hits the objects of an earlier one (docs/testing.md).
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -fdebug-prefix-map=$PWD=." \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -fdebug-prefix-map=$PWD=." \
     -DSURGE_FUZZ=ON -DSURGE_BUILD_TESTS=OFF -DSURGE_WERROR=ON
 fi
 cmake --build "$BUILD" -j "$(nproc)" --target fuzzers
