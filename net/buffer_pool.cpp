@@ -175,8 +175,16 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const BufferPoolOptions& 
 }
 
 BufferPool::~BufferPool() {
-  for (MemoryRegistrar* r : registrars_) {
-    for (auto& s : slabs_) r->unregister_slab(s->base, s->mapped);
+  // Taken out under the lock, so a registrar removing itself meanwhile (a
+  // device closing its last connection on another thread) finds nothing
+  // and leaves the list alone; the owners go last, after every slab.
+  std::vector<Registration> regs;
+  {
+    std::lock_guard lk(registrars_mu_);
+    regs.swap(registrars_);
+  }
+  for (const Registration& reg : regs) {
+    for (auto& s : slabs_) reg.registrar->unregister_slab(s->base, s->mapped);
   }
 }
 
@@ -232,7 +240,7 @@ void BufferPool::release(uint32_t class_index, uint32_t buffer_index) {
   slabs_[class_index]->push(buffer_index);
 }
 
-Status BufferPool::add_registrar(MemoryRegistrar* r) {
+Status BufferPool::add_registrar(MemoryRegistrar* r, std::shared_ptr<void> owner) {
   for (size_t i = 0; i < slabs_.size(); ++i) {
     Status st = r->register_slab(slabs_[i]->base, slabs_[i]->mapped);
     if (!st.ok()) {
@@ -240,15 +248,23 @@ Status BufferPool::add_registrar(MemoryRegistrar* r) {
       return st.WithContext("registering pool '" + options_.name + "'");
     }
   }
-  registrars_.push_back(r);
+  std::lock_guard lk(registrars_mu_);
+  registrars_.push_back({r, std::move(owner)});
   return Status::OK();
 }
 
-void BufferPool::remove_registrar(MemoryRegistrar* r) {
-  auto it = std::find(registrars_.begin(), registrars_.end(), r);
-  if (it == registrars_.end()) return;
+std::shared_ptr<void> BufferPool::remove_registrar(MemoryRegistrar* r) {
+  std::shared_ptr<void> owner;
+  {
+    std::lock_guard lk(registrars_mu_);
+    auto it = std::find_if(registrars_.begin(), registrars_.end(),
+                           [r](const Registration& reg) { return reg.registrar == r; });
+    if (it == registrars_.end()) return nullptr;
+    owner = std::move(it->owner);
+    registrars_.erase(it);
+  }
   for (auto& s : slabs_) r->unregister_slab(s->base, s->mapped);
-  registrars_.erase(it);
+  return owner;
 }
 
 bool BufferPool::contains(const void* p, size_t len) const {

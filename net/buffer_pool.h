@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -84,10 +85,15 @@ class BufferPool {
   // Same, waiting up to `wait` for a buffer to come back (TimedOut then).
   Result<PoolBuffer> acquire(size_t min_size, std::chrono::milliseconds wait);
 
-  // Registers every slab with r now (and unregisters them when the pool or
-  // the registrar goes: call remove_registrar before destroying r).
-  Status add_registrar(MemoryRegistrar* r);
-  void remove_registrar(MemoryRegistrar* r);
+  // Registers every slab with r now, and unregisters them when the pool
+  // goes or remove_registrar(r) is called. The pool holds `owner` (the
+  // object that owns r, e.g. the RDMA device) until then, so r outlives
+  // every call the pool makes on it, whichever thread destroys what first.
+  Status add_registrar(MemoryRegistrar* r, std::shared_ptr<void> owner = nullptr);
+  // Unregisters r's slabs; returns the owner the pool held for r, for the
+  // caller to drop once it holds no lock of r's (null when r was not added,
+  // or the pool is being destroyed and unregisters it itself).
+  std::shared_ptr<void> remove_registrar(MemoryRegistrar* r);
 
   // True when [p, p+len) lies inside one slab of this pool.
   bool contains(const void* p, size_t len) const;
@@ -113,7 +119,14 @@ class BufferPool {
 
   BufferPoolOptions options_;
   std::vector<std::unique_ptr<Slab>> slabs_;  // one per size class
-  std::vector<MemoryRegistrar*> registrars_;
+  struct Registration {
+    MemoryRegistrar* registrar;
+    std::shared_ptr<void> owner;
+  };
+  // Guards registrars_ only: nothing is called on a registrar under it, so
+  // a registrar may call back into the pool (the RDMA device's teardown).
+  std::mutex registrars_mu_;
+  std::vector<Registration> registrars_;
 };
 
 }  // namespace surge::net

@@ -46,14 +46,9 @@ Result<std::shared_ptr<RdmaDevice>> RdmaDevice::For(ibv_context* verbs) {
 }
 
 RdmaDevice::~RdmaDevice() {
-  {
-    std::lock_guard lk(attach_mu_);
-    std::vector<BufferPool*> attached;
-    for (auto& [pool, n] : pools_) attached.push_back(pool);
-    pools_.clear();
-    pool_slabs_.clear();
-    for (BufferPool* pool : attached) pool->remove_registrar(this);
-  }
+  // No pool is attached here: each attached pool holds this device until
+  // it detaches or unregisters itself (attach_pool), so only the MRs of
+  // allocate_registered()'s buffers and the PD are left.
   {
     std::unique_lock lk(mr_mu_);
     for (auto& [base, mr] : mrs_) ibv_dereg_mr(mr);
@@ -75,7 +70,7 @@ Status RdmaDevice::attach_pool(BufferPool& pool) {
     return Status::OK();
   }
   attaching_ = &pool;
-  Status st = pool.add_registrar(this);
+  Status st = pool.add_registrar(this, shared_from_this());
   attaching_ = nullptr;
   if (!st.ok()) {
     pool_slabs_.erase(&pool);
@@ -86,13 +81,16 @@ Status RdmaDevice::attach_pool(BufferPool& pool) {
 }
 
 void RdmaDevice::detach_pool(BufferPool& pool) {
+  // The pool's hold on this device is dropped after the lock is released
+  // (declared first, destroyed last): it may be the last one.
+  std::shared_ptr<void> pool_hold;
   std::lock_guard lk(attach_mu_);
   auto it = pools_.find(&pool);
   if (it == pools_.end()) return;
   if (--it->second == 0) {
     pools_.erase(it);
     pool_slabs_.erase(&pool);
-    pool.remove_registrar(this);
+    pool_hold = pool.remove_registrar(this);
   }
 }
 

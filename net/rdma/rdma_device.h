@@ -10,7 +10,10 @@
 //    REMOTE_READ | REMOTE_WRITE (| MW_BIND where the device has type 2
 //    memory windows). Nothing is registered on the hot path:
 //    find_keys() is a map lookup under a shared lock;
-//  * attach/detach are reference counted; the last detach deregisters.
+//  * attach/detach are reference counted; the last detach deregisters;
+//  * an attached pool holds the device (BufferPool::add_registrar's owner),
+//    so a device is never destroyed while a pool may still call it: a pool
+//    destroyed first unregisters its slabs itself, then lets go.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -53,7 +56,7 @@ class RegisteredBuffer {
   ibv_mr* mr_;
 };
 
-class RdmaDevice final : public MemoryRegistrar {
+class RdmaDevice final : public MemoryRegistrar, public std::enable_shared_from_this<RdmaDevice> {
  public:
   // The device of a verbs context (from an rdma_cm id), shared.
   static Result<std::shared_ptr<RdmaDevice>> For(ibv_context* verbs);

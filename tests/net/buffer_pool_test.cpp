@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -208,6 +210,94 @@ TEST(BufferPool, FailingRegistrarIsReported) {
   Status st = (*pool)->add_registrar(&r);
   EXPECT_EQ(st.code(), Code::kIOError);
   EXPECT_NE(st.message().find("unit"), std::string::npos);
+}
+
+// What the RDMA device relies on: an attached pool keeps the registrar's
+// owner alive until it has unregistered every slab, whichever goes first.
+TEST(BufferPool, APoolHoldsTheRegistrarsOwnerUntilItIsDestroyed) {
+  auto r = std::make_shared<CountingRegistrar>();
+  std::weak_ptr<CountingRegistrar> watch = r;
+  auto pool = BufferPool::Create(opts({{4096, 4}, {65536, 2}}));
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE((*pool)->add_registrar(r.get(), r).ok());
+  CountingRegistrar* raw = r.get();
+  r.reset();  // the device's last connection went away
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(raw->unregistered, 0);
+  pool->reset();
+  EXPECT_TRUE(watch.expired());  // released after unregistering (no crash reading it)
+}
+
+TEST(BufferPool, RemoveRegistrarHandsTheOwnerBack) {
+  auto r = std::make_shared<CountingRegistrar>();
+  auto pool = BufferPool::Create(opts({{4096, 4}}));
+  ASSERT_TRUE(pool.ok());
+  ASSERT_TRUE((*pool)->add_registrar(r.get(), r).ok());
+  std::shared_ptr<void> owner = (*pool)->remove_registrar(r.get());
+  EXPECT_EQ(owner.get(), static_cast<void*>(r.get()));
+  EXPECT_EQ(r->unregistered, 1);
+  EXPECT_EQ((*pool)->remove_registrar(r.get()), nullptr);  // not added any more
+}
+
+// A registrar shaped like the RDMA device: it knows its pool until the
+// pool has unregistered all its slabs, and detaches under its own lock.
+class DeviceLikeRegistrar : public MemoryRegistrar {
+ public:
+  Status register_slab(void*, size_t) override {
+    std::lock_guard lk(mu_);
+    ++slabs_;
+    return Status::OK();
+  }
+  void unregister_slab(void*, size_t) override {
+    std::lock_guard lk(mu_);
+    ++unregistered;
+    if (--slabs_ == 0) pool_ = nullptr;
+  }
+  void attached_to(BufferPool* p) { pool_ = p; }
+  void detach() {
+    std::shared_ptr<void> hold;  // dropped after the lock
+    std::lock_guard lk(mu_);
+    if (pool_ != nullptr) hold = pool_->remove_registrar(this);
+  }
+  std::atomic<int> unregistered{0};
+
+ private:
+  std::recursive_mutex mu_;
+  BufferPool* pool_ = nullptr;
+  int slabs_ = 0;
+};
+
+// A device detaching on its event-loop thread while the client destroys the
+// pool (the crash seen in client_native_test over RDMA: ~BufferPool walked
+// the registrar list while the device erased itself from it). Every slab is
+// unregistered exactly once, by one side or the other.
+TEST(BufferPool, DestroyingThePoolWhileARegistrarDetachesUnregistersEachSlabOnce) {
+  for (int round = 0; round < 300; ++round) {
+    auto a = std::make_shared<DeviceLikeRegistrar>();
+    auto b = std::make_shared<DeviceLikeRegistrar>();
+    auto pool = BufferPool::Create(opts({{4096, 2}, {65536, 2}}));
+    ASSERT_TRUE(pool.ok());
+    ASSERT_TRUE((*pool)->add_registrar(a.get(), a).ok());
+    ASSERT_TRUE((*pool)->add_registrar(b.get(), b).ok());
+    a->attached_to(pool->get());
+    std::unique_ptr<BufferPool> doomed = std::move(*pool);
+    std::atomic<bool> go{false};
+    std::thread detacher([&] {
+      while (!go.load()) {
+      }
+      a->detach();
+    });
+    std::thread destroyer([&] {
+      while (!go.load()) {
+      }
+      doomed.reset();
+    });
+    go = true;
+    destroyer.join();
+    detacher.join();
+    EXPECT_EQ(a->unregistered.load(), 2) << "round " << round;
+    EXPECT_EQ(b->unregistered.load(), 2) << "round " << round;
+  }
 }
 
 }  // namespace
