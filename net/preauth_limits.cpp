@@ -2,15 +2,17 @@
 
 namespace surge::net {
 
-Status PreauthLimits::admit(const std::string& host) {
+Status PreauthLimits::admit(const std::string& host, Refusal* why) {
   std::lock_guard lk(mu_);
   if (total_ != 0 && count_ >= total_) {
+    if (why != nullptr) *why = {false, total_};
     return Status::Unavailable("server has " + std::to_string(count_) +
                                " connections in the handshake, its limit (" +
                                std::to_string(total_) + " unauthenticated connections in total)");
   }
   uint32_t& mine = by_host_[host];
   if (per_address_ != 0 && mine >= per_address_) {
+    if (why != nullptr) *why = {true, per_address_};
     return Status::Unavailable("server has " + std::to_string(mine) +
                                " connections from " + host +
                                " in the handshake, its limit per address (" +

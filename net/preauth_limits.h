@@ -21,9 +21,17 @@ class PreauthLimits {
   // 0 means no limit.
   PreauthLimits(uint32_t total, uint32_t per_address) : total_(total), per_address_(per_address) {}
 
+  // Which limit a refused connection met (what an RDMA rejection tells
+  // the client, net/rdma/busy_reject.h).
+  struct Refusal {
+    bool per_address = false;  // else the total
+    uint32_t limit = 0;
+  };
+
   // Takes a slot for a connection from `host` (an IP address), or
-  // Unavailable naming the limit it would pass. Thread-safe.
-  Status admit(const std::string& host);
+  // Unavailable naming the limit it would pass (also in *why, if given).
+  // Thread-safe.
+  Status admit(const std::string& host, Refusal* why = nullptr);
   // Gives back the slot admit() took for `host`.
   void release(const std::string& host);
 

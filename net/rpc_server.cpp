@@ -25,15 +25,16 @@ namespace {
 
 class Context final : public RpcContext {
  public:
-  Context(BulkHandle& bulk, const std::string& peer, BufferPool& pool)
-      : bulk_(bulk), peer_(peer), pool_(pool) {}
+  Context(BulkHandle& bulk, const ServerConnection& conn, BufferPool& pool)
+      : bulk_(bulk), conn_(conn), pool_(pool) {}
   BulkHandle& bulk() override { return bulk_; }
-  const std::string& peer() const override { return peer_; }
+  const std::string& peer() const override { return conn_.peer(); }
   BufferPool& pool() override { return pool_; }
+  uint64_t connection_id() const override { return conn_.id; }
 
  private:
   BulkHandle& bulk_;
-  const std::string& peer_;
+  const ServerConnection& conn_;
   BufferPool& pool_;
 };
 
@@ -67,6 +68,10 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
       return Status::InvalidArgument("server on " + options_.listen +
                                      ": the handshake timeout must be positive");
     }
+    if (options_.bulk_stall_timeout.count() <= 0) {
+      return Status::InvalidArgument("server on " + options_.listen +
+                                     ": the bulk stall timeout must be positive");
+    }
     if (options_.credits_per_connection == 0 || options_.worker_threads < 1 ||
         options_.io_threads < 1) {
       return Status::InvalidArgument("server on " + options_.listen +
@@ -88,6 +93,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     t.handshake_timeout = options_.handshake_timeout;
     t.max_unauthenticated_connections = options_.max_unauthenticated_connections;
     t.max_unauthenticated_per_address = options_.max_unauthenticated_per_address;
+    t.bulk_stall_timeout = options_.bulk_stall_timeout;
     t.pool = pool_.get();
     if (ep.kind == TransportKind::kRdma) {
       SURGE_ASSIGN_OR_RETURN(transport_, make_rdma_server(t, this));
@@ -226,7 +232,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   }
 
   void run(ServerConnection& conn, InboundRequest& req, const HandlerEntry& entry) {
-    Context ctx(*req.bulk, conn.peer(), *pool_);
+    Context ctx(*req.bulk, conn, *pool_);
     std::string response;
     Status st;
     try {

@@ -32,6 +32,10 @@ class RpcContext {
   virtual const std::string& peer() const = 0;
   // The server's registered pool: pull into / push from its buffers.
   virtual BufferPool& pool() = 0;
+  // The connection the request came on: unique in this process, never
+  // reused (ServerConnection::id). 0: not known (every such request counts
+  // as one connection).
+  virtual uint64_t connection_id() const { return 0; }
 };
 
 using RawHandler =
@@ -80,6 +84,15 @@ struct ServerOptions {
   // prove the key hold at most these many handshake-sized buffers.
   uint32_t max_unauthenticated_connections = 256;
   uint32_t max_unauthenticated_per_address = 32;
+  // A bulk transfer that makes no progress for this long (a request's
+  // payload declared and not arriving, a reply's data the peer does not
+  // read) closes the connection with TimedOut, logged with the peer, so
+  // whatever its handler holds (a data server's IO buffers) goes back.
+  // Keep it well inside the clients' IO timeout (10 s): a stalled peer's
+  // buffers must be back before a well-behaved client waiting for them
+  // gives up. TCP only: over RDMA the server reads and writes the peer's
+  // memory without its help.
+  std::chrono::milliseconds bulk_stall_timeout{3000};
 };
 
 class RpcServer {

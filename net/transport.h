@@ -171,6 +171,15 @@ class ServerConnection {
 
   // Requests dispatched and not yet answered; the core enforces credits.
   std::atomic<uint32_t> in_flight{0};
+  // Unique among this process's connections and never reused (an address
+  // may be): what per-connection accounting keys on (RpcContext).
+  const uint64_t id = next_id();
+
+ private:
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 // A request's bulk regions, server side. The core calls finish() exactly
@@ -223,6 +232,9 @@ struct ServerTransportOptions {
   // Connections still in the handshake (0: no limit); see ServerOptions.
   uint32_t max_unauthenticated_connections = 256;
   uint32_t max_unauthenticated_per_address = 32;
+  // A bulk transfer of an authenticated connection that makes no progress
+  // for this long closes it; see ServerOptions.
+  std::chrono::milliseconds bulk_stall_timeout{3000};
   BufferPool* pool = nullptr;  // the server's pool (RDMA registers it)
 };
 

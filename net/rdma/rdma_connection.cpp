@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "net/frame.h"
+#include "net/rdma/busy_reject.h"
 
 namespace surge::net::rdma {
 
@@ -418,6 +419,14 @@ void RdmaConnection::on_cm_event(const CmEvent& ev) {
           Status::Unavailable("rdma: " + peer_ + " unreachable (" + rdma_event_str(ev.type) + ")"));
       return;
     case RDMA_CM_EVENT_REJECTED:
+      // A busy server says so (busy_reject.h): Busy, which connect_rdma
+      // retries; any other rejection is final.
+      if (auto busy = decode_busy_reject(ev.private_data)) {
+        finish_connect(Status(Code::kBusy, "rdma: " + peer_ +
+                                               " refused the connection request as busy (" +
+                                               busy->describe() + ")"));
+        return;
+      }
       finish_connect(
           Status(Code::kConnectionRefused, "rdma: " + peer_ +
                                                " rejected the connection (no listener, or the "

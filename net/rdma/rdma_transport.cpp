@@ -19,15 +19,20 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "common/log.h"
 #include "net/frame.h"
+#include "net/busy_retry.h"
 #include "net/preauth_limits.h"
+#include "net/rdma/busy_reject.h"
 #include "net/rdma/rdma_connection.h"
 #include "net/rdma/rdma_event_loop.h"
 #include "net/transport.h"
@@ -584,8 +589,11 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
     }
     // Refused before anything (QP, receive buffers) is set up for it.
     const std::string host = peer_host(ev.id);
-    if (Status full = preauth_.admit(host); !full.ok()) {
-      rdma_reject(ev.id, nullptr, 0);
+    PreauthLimits::Refusal why;
+    if (Status full = preauth_.admit(host, &why); !full.ok()) {
+      // Saying "busy" lets the client come back later (connect_rdma).
+      const std::string pd = rdma::encode_busy_reject({why.per_address, why.limit});
+      rdma_reject(ev.id, pd.data(), static_cast<uint8_t>(pd.size()));
       rdma_destroy_id(ev.id);
       const auto now = std::chrono::steady_clock::now();
       ++refused_;
@@ -730,13 +738,36 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
 
 }  // namespace
 
+// A server that rejects the connection request as busy (over its limits
+// on connections in the handshake) is asked again after a short, growing,
+// randomised pause (net/busy_retry.h, as the TCP client does) until the
+// connect deadline; then the error names the address, the limit and how
+// often it was refused. Any other failure is reported at once.
 Result<std::unique_ptr<ClientTransport>> connect_rdma(const ClientTransportOptions& options,
                                                       std::shared_ptr<ClientCallTableBase> table) {
   SURGE_ASSIGN_OR_RETURN(RdmaEventLoop * loop, client_loop());
-  auto t = std::make_unique<RdmaClientTransport>(std::move(table), options.pool,
-                                                 options.endpoint.to_string());
-  SURGE_RETURN_IF_ERROR(t->start(loop, options));
-  return std::unique_ptr<ClientTransport>(std::move(t));
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options.connect_timeout;
+  for (int n = 1;; ++n) {
+    auto t = std::make_unique<RdmaClientTransport>(table, options.pool,
+                                                   options.endpoint.to_string());
+    ClientTransportOptions o = options;
+    o.connect_timeout = std::max(std::chrono::milliseconds(1),
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     deadline - std::chrono::steady_clock::now()));
+    Status st = t->start(loop, o);
+    if (st.ok()) return std::unique_ptr<ClientTransport>(std::move(t));
+    if (st.code() != Code::kBusy) return st;
+    const auto pause = busy_retry_pause(n + 1);
+    if (std::chrono::steady_clock::now() + pause >= deadline) {
+      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      return st.WithContext("refused " + std::to_string(n) + " times in " +
+                            std::to_string(spent.count()) + " ms (connect timeout " +
+                            std::to_string(options.connect_timeout.count()) + " ms)");
+    }
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 Result<std::unique_ptr<ServerTransport>> make_rdma_server(const ServerTransportOptions& options,

@@ -22,11 +22,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <thread>
 
 #include "common/log.h"
 #include "net/auth.h"
+#include "net/busy_retry.h"
 #include "net/tcp/io_pool.h"
 #include "net/tcp/tcp_stream.h"
 
@@ -368,16 +368,6 @@ Result<std::unique_ptr<ClientTransport>> connect_once(
   return last;
 }
 
-// The pause before try `n` (2, 3, ...) after a refusal: 2 ms doubling up to
-// 128 ms, each a random 50-100% of that so refused peers do not come back
-// in step.
-std::chrono::microseconds retry_pause(int n) {
-  thread_local std::minstd_rand rng{std::random_device{}()};
-  const int64_t ceiling_us = int64_t{2000} << std::min(n - 2, 6);
-  std::uniform_int_distribution<int64_t> pick(ceiling_us / 2, ceiling_us);
-  return std::chrono::microseconds(pick(rng));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOptions& options,
@@ -397,7 +387,7 @@ Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOption
     bool refused = false;
     auto t = connect_once(io, results, options, table, deadline, peer, &refused);
     if (t.ok() || !refused) return t;
-    const auto pause = retry_pause(n + 1);
+    const auto pause = busy_retry_pause(n + 1);
     if (std::chrono::steady_clock::now() + pause >= deadline) {
       const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - start);

@@ -131,7 +131,9 @@ class ServerConn final : public TcpStream {
         sink_(sink),
         on_gone_(std::move(on_gone)),
         timer_(io),
-        in_service_(std::move(in_service_on_thread)) {}
+        in_service_(std::move(in_service_on_thread)) {
+    set_stall_timeout(options.bulk_stall_timeout);
+  }
 
   // Called once, when the connection authenticates or closes before it
   // does: gives back its unauthenticated slot (PreauthLimits).

@@ -27,13 +27,13 @@ thread_local const TcpStream* tls_pumping = nullptr;
 
 // Waits for `events` on fd until the deadline. TimedOut past it.
 Status wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadline,
-               const std::string& peer, const char* what) {
+               std::chrono::milliseconds stall, const std::string& peer, const char* what) {
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       return Status::TimedOut(std::string(what) + " " + peer + ": no progress for " +
-                              std::to_string(kIoStallTimeout.count()) + " ms");
+                              std::to_string(stall.count()) + " ms");
     }
     pollfd p{fd, events, 0};
     int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
@@ -63,8 +63,8 @@ void tune_socket(int fd, const std::string& peer) {
 }
 
 Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
-                const std::function<void()>& on_block) {
-  auto deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+                const std::function<void()>& on_block, std::chrono::milliseconds stall) {
+  auto deadline = std::chrono::steady_clock::now() + stall;
   bool blocked = false;
   int i = 0;
   while (i < iovcnt) {
@@ -81,12 +81,12 @@ Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         if (!blocked && on_block) on_block();
         blocked = true;
-        SURGE_RETURN_IF_ERROR(wait_fd(fd, POLLOUT, deadline, peer, "send to"));
+        SURGE_RETURN_IF_ERROR(wait_fd(fd, POLLOUT, deadline, stall, peer, "send to"));
         continue;
       }
       return Status::Disconnected("send to " + peer + ": " + std::strerror(errno));
     }
-    deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+    deadline = std::chrono::steady_clock::now() + stall;
     size_t left = static_cast<size_t>(n);
     while (left > 0 && i < iovcnt) {
       if (left >= iov[i].iov_len) {
@@ -179,7 +179,7 @@ Status TcpStream::send_frame(const FrameHeader& h, std::span<const iovec> parts)
   }
   std::lock_guard lk(write_mu_);
   if (closed()) return Status::Disconnected("connection to " + peer_ + " is closed");
-  Status st = send_all(fd_, iov, n, peer_, [this] { kick_reader(); });
+  Status st = send_all(fd_, iov, n, peer_, [this] { kick_reader(); }, stall_timeout_);
   if (!st.ok()) fail(st);
   return st;
 }
@@ -382,7 +382,7 @@ bool TcpStream::payload_here(uint64_t payload, std::chrono::microseconds budget,
 }
 
 Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
-  auto deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+  auto deadline = std::chrono::steady_clock::now() + stall_timeout_;
   while (len > 0) {
     if (closed()) return Status::Disconnected("connection to " + peer_ + " is closed");
     size_t avail = rend_ - rpos_;
@@ -406,7 +406,7 @@ Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
     // bytes, so one recv() per arrival beats poll() + recv().
     ssize_t n = ::recv(fd_, into, want, 0);
     if (n > 0) {
-      deadline = std::chrono::steady_clock::now() + kIoStallTimeout;
+      deadline = std::chrono::steady_clock::now() + stall_timeout_;
       if (dst != nullptr) {
         dst += n;
         len -= static_cast<uint64_t>(n);
@@ -423,7 +423,7 @@ Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (std::chrono::steady_clock::now() < deadline) continue;  // one slice passed
       st = Status::TimedOut("bulk payload from " + peer_ + ": no progress for " +
-                            std::to_string(kIoStallTimeout.count()) + " ms");
+                            std::to_string(stall_timeout_.count()) + " ms");
     } else {
       st = Status::Disconnected("recv from " + peer_ + ": " + std::strerror(errno));
     }

@@ -55,7 +55,8 @@
 namespace surge::net::tcp {
 
 // A blocked send or payload read that makes no progress for this long
-// fails the connection with TimedOut.
+// fails the connection with TimedOut (the default; a server sets its own,
+// ServerOptions::bulk_stall_timeout).
 inline constexpr std::chrono::milliseconds kIoStallTimeout{30000};
 // Largest read at a frame boundary: bounds how much bulk payload can be
 // copied out of the read buffer instead of received in place.
@@ -80,9 +81,11 @@ inline constexpr size_t kMaxIov = 4 + kMaxDescriptors;
 void tune_socket(int fd, const std::string& peer);
 
 // Blocking gather write on a socket; calls on_block (if given) once,
-// before its first wait for buffer space.
+// before its first wait for buffer space. TimedOut after `stall` without
+// progress.
 Status send_all(int fd, iovec* iov, int iovcnt, const std::string& peer,
-                const std::function<void()>& on_block = {});
+                const std::function<void()>& on_block = {},
+                std::chrono::milliseconds stall = kIoStallTimeout);
 
 class TcpStream : public std::enable_shared_from_this<TcpStream> {
  public:
@@ -121,6 +124,10 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   virtual bool want_io_reads() { return true; }
 
   boost::asio::io_context& io() { return io_; }
+
+  // How long a send or a payload read may go without progress before the
+  // connection fails (kIoStallTimeout unless set). Before start().
+  void set_stall_timeout(std::chrono::milliseconds t) { stall_timeout_ = t; }
 
   // From on_frame, once the peer has authenticated: full-size frames from
   // here on, and the full read buffer.
@@ -171,6 +178,7 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   const int fd_;
   const uint64_t readiness_key_;
   const std::string peer_;
+  std::chrono::milliseconds stall_timeout_ = kIoStallTimeout;
   std::atomic<bool> closed_{false};
   std::atomic<bool> armed_{false};  // readiness_ is watching for us
   std::mutex write_mu_;

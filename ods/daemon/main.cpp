@@ -68,6 +68,7 @@ int run(const OdsConfig& cfg) {
   opts.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   opts.max_unauthenticated_connections = cfg.max_unauthenticated_connections;
   opts.max_unauthenticated_per_address = cfg.max_unauthenticated_per_address;
+  opts.bulk_stall_timeout = std::chrono::milliseconds(cfg.bulk_stall_timeout_ms);
   opts.pool.name = "ods";
   opts.pool.classes = {{4096, cfg.pool_4k_buffers}, {64 * 1024, cfg.pool_64k_buffers},
                        {1024 * 1024, cfg.pool_1m_buffers + lanes.extra_buffers(cfg.worker_threads)}};

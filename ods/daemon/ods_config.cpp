@@ -69,6 +69,14 @@ const config::ConfigTable<OdsConfig>& ods_config_table() {
             &OdsConfig::max_unauthenticated_connections},
           F{{"server", "max_unauthenticated_per_address", ""},
             &OdsConfig::max_unauthenticated_per_address},
+          F{{"server", "bulk_stall_timeout_ms",
+             "A write's payload that stops arriving, or a read's data the peer stops\n"
+             "taking, for this many ms closes the connection (logged with the peer and\n"
+             "the object) and frees the IO buffers it held. Keep it well inside the\n"
+             "clients' IO timeout (10 s), so a stalled peer's buffers are back before\n"
+             "a well-behaved client waiting for them gives up. TCP only.",
+             "--bulk-stall-timeout-ms", 1, 600000},
+            &OdsConfig::bulk_stall_timeout_ms},
           F{{"mds", "address",
              "The metadata server to register with and heartbeat; \"\" runs without one.",
              "--mds"},

@@ -32,6 +32,8 @@ struct OdsConfig {
   uint32_t handshake_timeout_ms = 5000;
   uint32_t max_unauthenticated_connections = 256;  // 0: no limit
   uint32_t max_unauthenticated_per_address = 32;   // 0: no limit
+  // A bulk transfer without progress for this long closes its connection.
+  uint32_t bulk_stall_timeout_ms = 3000;
   // [mds]
   std::string mds = "tcp://127.0.0.1:7100";  // empty: run without an MDS
   uint32_t heartbeat_interval_ms = 0;        // 0: what the MDS asks for

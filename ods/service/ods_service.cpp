@@ -65,7 +65,8 @@ OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOpti
       chained_(chained),
       chunk_(std::min(kMaxChunk, pool.max_buffer_size())),
       admission_(options.io_buffers != 0 ? std::min(options.io_buffers, largest_class_count(pool))
-                                         : largest_class_count(pool)) {
+                                         : largest_class_count(pool),
+                 chunk_ == 0 ? 1 : (options.max_io_bytes + chunk_ - 1) / chunk_) {
   if (chunk_ == 0 || admission_.capacity() == 0) {
     throw std::logic_error("OdsService: the buffer pool " + pool.name() + " has no buffers");
   }
@@ -201,17 +202,17 @@ Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op) {
   return place;
 }
 
-Result<OdsService::IoBuffer> OdsService::io_buffer(net::BufferPool& pool) {
+Result<OdsService::IoBuffer> OdsService::io_buffer(net::RpcContext& ctx) {
   IoBuffer b;
-  SURGE_ASSIGN_OR_RETURN(b.grant, admission_.acquire(1, options_.buffer_wait));
-  SURGE_ASSIGN_OR_RETURN(b.buf, pool.acquire(chunk_, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(b.grant, admission_.acquire(ctx.connection_id(), 1, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(b.buf, ctx.pool().acquire(chunk_, options_.buffer_wait));
   return b;
 }
 
-Result<OdsService::IoBuffer> OdsService::lane_buffer(net::BufferPool& pool) {
-  if (options_.lanes.lanes == 0) return io_buffer(pool);
+Result<OdsService::IoBuffer> OdsService::lane_buffer(net::RpcContext& ctx) {
+  if (options_.lanes.lanes == 0) return io_buffer(ctx);
   IoBuffer b;
-  SURGE_ASSIGN_OR_RETURN(b.buf, pool.acquire(chunk_, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(b.buf, ctx.pool().acquire(chunk_, options_.buffer_wait));
   return b;
 }
 
@@ -220,7 +221,7 @@ Status OdsService::chain_forward(net::RpcContext& ctx, const pb::ChainForwardReq
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "chain forward"));
   if (place.chain_id == 0) return Status::InvalidArgument("chain forward without a chain id");
-  SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx.pool()));
+  SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx));
   Status st = chained_->forward(ctx, req, place, std::move(io.buf), resp);
   if (st.ok() && req.kind() == pb::UPDATE_WRITE) {
     metrics_.write_bytes.inc(req.length());
@@ -240,7 +241,7 @@ Status OdsService::resync_chunk(net::RpcContext& ctx, const pb::ResyncChunkReque
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "resync chunk"));
   if (place.chain_id == 0) return Status::InvalidArgument("resync chunk without a chain id");
-  SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx.pool()));
+  SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx));
   return chained_->resync(ctx, req, place, std::move(io.buf), resp);
 }
 
@@ -248,7 +249,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "write"));
   if (place.chain_id != 0) {
-    SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+    SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx));
     Status st = chained_->write(ctx, req, place, std::move(io.buf), resp);
     if (st.ok()) metrics_.write_bytes.inc(req.length());
     return st;
@@ -298,7 +299,8 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   // Buffers for the largest piece, reused for every piece.
   const uint64_t window = std::min(len, piece_bytes);
   const size_t chunks = (window + chunk_ - 1) / chunk_;
-  SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(chunks, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(auto grant,
+                         admission_.acquire(ctx.connection_id(), chunks, options_.buffer_wait));
   std::vector<net::PoolBuffer> bufs;
   bufs.reserve(chunks);
   for (uint64_t left = window; left > 0;) {
@@ -348,6 +350,16 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
       std::span<std::byte> dst(bufs[segs.size()].data(), n);
       Status ps = ctx.bulk().pull(0, done + got, dst);
       if (!ps.ok()) {
+        // A stalled or vanished peer: its connection is closed (over TCP,
+        // after ServerOptions::bulk_stall_timeout without a byte) and the
+        // units it held go back as this returns.
+        if (ps.code() == Code::kTimedOut) {
+          SLOG_ERROR("write {} from {}: payload stopped after {} of {} bytes, {} IO buffers freed: {}",
+                     obj_name(id), ctx.peer(), done + got, len, chunks, ps.ToString());
+        } else {
+          SLOG_WARN("write {} from {}: payload ended after {} of {} bytes: {}", obj_name(id),
+                    ctx.peer(), done + got, len, ps.ToString());
+        }
         return undo_extension(
             ps.WithContext("while pulling " + obj_name(id) + " data from " + ctx.peer()));
       }
@@ -390,7 +402,7 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
                                      std::to_string(req.length()) + " over the limit " +
                                      std::to_string(options_.max_io_bytes));
     }
-    SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx.pool()));
+    SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx));
     Status st = chained_->read(ctx, req, place, std::move(io.buf), resp);
     if (st.ok()) metrics_.read_bytes.inc(resp.length());
     return st;
@@ -414,7 +426,7 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
   // In pieces, so reading and checking one overlaps the client receiving
   // the one before.
   const size_t piece = std::min<size_t>(chunk_, kReadPieceBytes);
-  SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(1, options_.buffer_wait));
+  SURGE_ASSIGN_OR_RETURN(auto grant, admission_.acquire(ctx.connection_id(), 1, options_.buffer_wait));
   SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf,
                          ctx.pool().acquire(std::min<uint64_t>(piece, len), options_.buffer_wait));
   uint32_t crc = 0;
@@ -433,7 +445,14 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     const bool last = got < n || done + got == len;
     Status ps = last ? ctx.bulk().push_owned(0, done, std::move(buf), got)
                      : ctx.bulk().push(0, done, std::span<const std::byte>(buf.data(), got));
-    SURGE_RETURN_IF_ERROR_CTX(ps, "while pushing " + obj_name(id) + " data to " + ctx.peer());
+    if (!ps.ok()) {
+      // A peer that stopped reading: closed after the stall timeout.
+      if (ps.code() == Code::kTimedOut) {
+        SLOG_ERROR("read {} by {}: data stopped after {} of {} bytes, IO buffer freed: {}",
+                   obj_name(id), ctx.peer(), done, len, ps.ToString());
+      }
+      return ps.WithContext("while pushing " + obj_name(id) + " data to " + ctx.peer());
+    }
     done += got;
     if (last) break;  // the buffer is gone; got < n: the end of the object
   }

@@ -6,11 +6,15 @@
 // region of the right access kind and length; a bad request gets an error
 // reply and the connection keeps serving.
 //
-// Memory stays bounded under any load: a request first takes, in arrival
-// order, the IO buffer units it needs from IoAdmission (capacity: the
-// pool's largest buffer class), then pool buffers of at most 1 MiB each.
-// Handlers run on the RPC server's worker threads, so at most
-// worker_threads requests do IO at once and the rest wait in order.
+// Memory stays bounded under any load: a request first takes the IO
+// buffer units it needs from IoAdmission (capacity: the pool's largest
+// buffer class), then pool buffers of at most 1 MiB each. Admission is
+// fair per connection (io_admission.h): a connection busy beyond its share
+// waits while the others are served, and a peer that declares a payload
+// and stops sending it is cut off by the transport's bulk stall timeout
+// (logged here with the object), which frees its units well inside the
+// clients' IO timeout. Handlers run on the RPC server's worker threads, so
+// at most worker_threads requests do IO at once and the rest wait.
 //
 // Every request's ChunkRef is judged first by the ChainView (when one is
 // given): a target id not ours, a stale chain version or a chain we are not
@@ -117,10 +121,10 @@ class OdsService {
     IoAdmission::Grant grant;
     net::PoolBuffer buf;
   };
-  Result<IoBuffer> io_buffer(net::BufferPool& pool);
+  Result<IoBuffer> io_buffer(net::RpcContext& ctx);
   // The same for a request of a forward lane: a pool buffer only (no
   // admission unit) when lanes are on.
-  Result<IoBuffer> lane_buffer(net::BufferPool& pool);
+  Result<IoBuffer> lane_buffer(net::RpcContext& ctx);
 
   OdsMetrics metrics_;
   std::vector<metrics::Probe> probes_;  // watch_metrics()

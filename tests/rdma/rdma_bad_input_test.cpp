@@ -706,6 +706,68 @@ TEST_F(RdmaBadInputTest, AddressOutsideTheRegisteredMemoryClosesOnlyThatConnecti
   EXPECT_TRUE(logged(c->peer(), "bad bulk descriptor"));
 }
 
+// ------------------------------------------------ busy: handshake slots
+
+// A server of its own whose one handshake slot per address a raw peer
+// holds (it connects and never proves the key). A real client from the
+// same address is refused as busy (the rejection says so, busy_reject.h).
+class BusyServer {
+ public:
+  explicit BusyServer(milliseconds handshake_timeout) {
+    ServerOptions o = default_server_options();
+    o.listen = "rdma://" + host() + ":0";
+    o.handshake_timeout = handshake_timeout;
+    o.max_unauthenticated_per_address = 1;
+    server_ = start_test_server(o);
+  }
+  ~BusyServer() {
+    if (server_) server_->stop();
+  }
+  RpcServer& server() { return *server_; }
+
+ private:
+  std::unique_ptr<RpcServer> server_;
+};
+
+Result<std::shared_ptr<RpcChannel>> connect_within(const std::string& address,
+                                                   milliseconds connect_timeout) {
+  ChannelOptions o;
+  o.cluster_key = kTestKey;
+  o.connect_timeout = connect_timeout;
+  return RpcChannel::Connect(address, o);
+}
+
+TEST_F(RdmaBadInputTest, ABusyServerIsAskedAgainUntilASlotFrees) {
+  // The raw peer's slot frees when the server drops it at its handshake
+  // timeout (1.5 s), well inside the client's connect timeout (20 s).
+  BusyServer busy(milliseconds(1500));
+  RawPeer holder;
+  ASSERT_TRUE(holder.connect(busy.server().port(), hello(kHelloMagic, 32, kSlot, holder.nonce())).ok());
+  auto ch = connect_within(busy.server().address(), milliseconds(20000));
+  ASSERT_TRUE(ch.ok()) << "refused as busy and not asked again: " << ch.status().ToString();
+  pt::EchoRequest req;
+  req.set_payload("after busy");
+  pt::EchoReply resp;
+  ASSERT_TRUE((*ch)->call<pt::TestEcho>(req, &resp).ok());
+  EXPECT_EQ(resp.payload(), "after busy");
+  EXPECT_TRUE(holder.wait_closed(kCloseWait));
+  EXPECT_TRUE(logged(busy.server().address(), "refusing a connection request"));
+}
+
+TEST_F(RdmaBadInputTest, BusyPastTheConnectTimeoutFailsNamingTheAddressAndTheLimit) {
+  BusyServer busy(milliseconds(60000));
+  RawPeer holder;
+  ASSERT_TRUE(holder.connect(busy.server().port(), hello(kHelloMagic, 32, kSlot, holder.nonce())).ok());
+  auto ch = connect_within(busy.server().address(), milliseconds(1000));
+  ASSERT_FALSE(ch.ok());
+  const std::string why = ch.status().ToString();
+  EXPECT_EQ(ch.status().code(), Code::kBusy) << why;
+  EXPECT_NE(why.find(busy.server().address()), std::string::npos) << why;
+  EXPECT_NE(why.find("limit of 1 connections in the handshake per address"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("refused"), std::string::npos) << why;
+}
+
 TEST_F(RdmaBadInputTest, ManyBadPeersAtOnce) {
   std::vector<std::thread> threads;
   std::atomic<int> closed{0};
