@@ -72,13 +72,18 @@ size_t skip_group(const std::string& e, size_t i, char open, char close) {
 
 // The metric names a PromQL expression selects: identifiers outside label
 // matchers ({...}), ranges ([...]) and strings that are not functions
-// (followed by "("), aggregation modifiers with their label lists
+// (followed by "("), aggregations (sum, max, ...), their modifiers with
+// their label lists
 // (by (...), without (...), on, ignoring, group_left, group_right) or
 // operators.
 std::set<std::string> metric_names(const std::string& e) {
   static const std::set<std::string> kGrouping = {"by", "without", "on", "ignoring",
                                                   "group_left", "group_right"};
   static const std::set<std::string> kWords = {"and", "or", "unless", "bool", "offset", "inf", "nan"};
+  // Aggregations may put their modifier first: "sum by (x) (...)".
+  static const std::set<std::string> kAggregations = {
+      "sum",    "min",     "max",      "avg",          "group", "stddev", "stdvar",
+      "count",  "topk",    "bottomk",  "count_values", "quantile", "limitk", "limit_ratio"};
   std::set<std::string> out;
   size_t i = 0;
   while (i < e.size()) {
@@ -100,7 +105,8 @@ std::set<std::string> metric_names(const std::string& e) {
       if (kGrouping.count(word)) {
         i = k < e.size() && e[k] == '(' ? skip_group(e, k, '(', ')') : k;
       } else {
-        if (!kWords.count(word) && !(k < e.size() && e[k] == '(')) out.insert(word);
+        const bool call = k < e.size() && e[k] == '(';
+        if (!kWords.count(word) && !kAggregations.count(word) && !call) out.insert(word);
         i = j;
       }
     } else {
