@@ -62,17 +62,13 @@ class CallTable final : public ClientCallTableBase {
   }
 
   void complete(uint64_t request_id, Status status, std::string body) override {
-    std::shared_ptr<PendingCall::State> call;
-    {
-      std::lock_guard lk(mu_);
-      auto it = calls_.find(request_id);
-      if (it == calls_.end()) return;  // late or unknown: dropped
-      call = std::move(it->second);
-      calls_.erase(it);
-      ++credits_;
-    }
-    credit_cv_.notify_one();
-    finish(*call, std::move(status), std::move(body));
+    (void)take_and_finish(request_id, std::move(status), std::move(body));
+  }
+
+  // A request that did not go out: finished with `why` and counted as an
+  // error, unless the connection's failure (fail_all) took it first.
+  void fail_unsent(uint64_t request_id, Status why) {
+    if (take_and_finish(request_id, std::move(why), {})) metrics_.call_errors.inc();
   }
 
   void fail_all(const Status& why) override {
@@ -86,8 +82,11 @@ class CallTable final : public ClientCallTableBase {
       calls.swap(calls_);
     }
     credit_cv_.notify_all();
-    metrics_.call_errors.inc(calls.size());
-    for (auto& [id, call] : calls) finish(*call, why, {});
+    // Calls that timed out already were counted then (they stay in the
+    // table until answered, for their credit).
+    uint64_t failed = 0;
+    for (auto& [id, call] : calls) failed += finish(*call, why, {}) ? 1 : 0;
+    metrics_.call_errors.inc(failed);
   }
 
   bool has_outstanding() override {
@@ -110,16 +109,34 @@ class CallTable final : public ClientCallTableBase {
   }
 
  private:
-  static void finish(PendingCall::State& call, Status status, std::string body) {
+  // False when the call is not (or no longer) in the table, or its waiter
+  // gave up on it already.
+  bool take_and_finish(uint64_t request_id, Status status, std::string body) {
+    std::shared_ptr<PendingCall::State> call;
+    {
+      std::lock_guard lk(mu_);
+      auto it = calls_.find(request_id);
+      if (it == calls_.end()) return false;  // late or unknown: dropped
+      call = std::move(it->second);
+      calls_.erase(it);
+      ++credits_;
+    }
+    credit_cv_.notify_one();
+    return finish(*call, std::move(status), std::move(body));
+  }
+
+  // False when the call was done already (its waiter timed out).
+  static bool finish(PendingCall::State& call, Status status, std::string body) {
     {
       std::lock_guard lk(call.mu);
-      if (call.done) return;
+      if (call.done) return false;
       call.done = true;
       call.status = std::move(status);
       call.response = std::move(body);
       call.finished.store(true, std::memory_order_release);
     }
     call.cv.notify_all();
+    return true;
   }
 
   const std::string peer_;
@@ -160,10 +177,7 @@ class RpcChannelImpl final : public RpcChannel {
     if (st.ok()) {
       OutgoingRequest req{call->request_id, service, method, request, call->regions};
       st = transport_->send_request(req);
-      if (!st.ok()) {
-        m.call_errors.inc();
-        table_->complete(call->request_id, st, {});
-      }
+      if (!st.ok()) table_->fail_unsent(call->request_id, st);
       return PendingCall(std::move(call));
     }
     m.call_errors.inc();

@@ -108,6 +108,22 @@ TEST_F(TransportMetricsTest, ARefusedRequestIsAServerSideError) {
   EXPECT_EQ(sample(client_errors) - client_before, 0);
 }
 
+TEST_F(TransportMetricsTest, ATimedOutCallIsOneClientSideErrorEvenWhenItsConnectionFailsLater) {
+  const std::string errors = net_series("surge_net_call_errors_total", "client");
+  const double before = sample(errors);
+  ASSERT_GE(before, 0);
+  pt::EchoRequest slow;
+  slow.set_sleep_ms(2000);
+  pt::EchoReply resp;
+  Status st = channel_->call<pt::TestEcho>(slow, &resp, {}, std::chrono::milliseconds(100));
+  ASSERT_EQ(st.code(), Code::kTimedOut) << st.ToString();
+  EXPECT_EQ(sample(errors) - before, 1);
+  // The abandoned call stays in the table for its credit; the connection
+  // failing now must not count it again.
+  channel_->close();
+  EXPECT_EQ(sample(errors) - before, 1);
+}
+
 TEST(TransportMetricsProcess, ACallLostWithItsServerIsAClientSideError) {
   auto proc = ServerProcess::Start(listen_address());
   ASSERT_NE(proc, nullptr);
