@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "net/rpc_channel.h"
 #include "net/transport.h"
+#include "net/transport_metrics.h"
 
 namespace surge::net {
 
@@ -22,13 +23,15 @@ namespace {
 
 class CallTable final : public ClientCallTableBase {
  public:
-  explicit CallTable(std::string peer) : peer_(std::move(peer)) {}
+  CallTable(std::string peer, TransportMetrics& metrics)
+      : peer_(std::move(peer)), metrics_(metrics) {}
 
   void set_credits(uint32_t n) {
     std::lock_guard lk(mu_);
     credits_ = n;
   }
   const std::string& peer() const { return peer_; }
+  TransportMetrics& metrics() { return metrics_; }
 
   // Takes a credit (waiting until the call's deadline) and enters the call.
   Status begin(const std::shared_ptr<PendingCall::State>& call) {
@@ -59,17 +62,13 @@ class CallTable final : public ClientCallTableBase {
   }
 
   void complete(uint64_t request_id, Status status, std::string body) override {
-    std::shared_ptr<PendingCall::State> call;
-    {
-      std::lock_guard lk(mu_);
-      auto it = calls_.find(request_id);
-      if (it == calls_.end()) return;  // late or unknown: dropped
-      call = std::move(it->second);
-      calls_.erase(it);
-      ++credits_;
-    }
-    credit_cv_.notify_one();
-    finish(*call, std::move(status), std::move(body));
+    (void)take_and_finish(request_id, std::move(status), std::move(body));
+  }
+
+  // A request that did not go out: finished with `why` and counted as an
+  // error, unless the connection's failure (fail_all) took it first.
+  void fail_unsent(uint64_t request_id, Status why) {
+    if (take_and_finish(request_id, std::move(why), {})) metrics_.call_errors.inc();
   }
 
   void fail_all(const Status& why) override {
@@ -83,7 +82,11 @@ class CallTable final : public ClientCallTableBase {
       calls.swap(calls_);
     }
     credit_cv_.notify_all();
-    for (auto& [id, call] : calls) finish(*call, why, {});
+    // Calls that timed out already were counted then (they stay in the
+    // table until answered, for their credit).
+    uint64_t failed = 0;
+    for (auto& [id, call] : calls) failed += finish(*call, why, {}) ? 1 : 0;
+    metrics_.call_errors.inc(failed);
   }
 
   bool has_outstanding() override {
@@ -106,19 +109,38 @@ class CallTable final : public ClientCallTableBase {
   }
 
  private:
-  static void finish(PendingCall::State& call, Status status, std::string body) {
+  // False when the call is not (or no longer) in the table, or its waiter
+  // gave up on it already.
+  bool take_and_finish(uint64_t request_id, Status status, std::string body) {
+    std::shared_ptr<PendingCall::State> call;
+    {
+      std::lock_guard lk(mu_);
+      auto it = calls_.find(request_id);
+      if (it == calls_.end()) return false;  // late or unknown: dropped
+      call = std::move(it->second);
+      calls_.erase(it);
+      ++credits_;
+    }
+    credit_cv_.notify_one();
+    return finish(*call, std::move(status), std::move(body));
+  }
+
+  // False when the call was done already (its waiter timed out).
+  static bool finish(PendingCall::State& call, Status status, std::string body) {
     {
       std::lock_guard lk(call.mu);
-      if (call.done) return;
+      if (call.done) return false;
       call.done = true;
       call.status = std::move(status);
       call.response = std::move(body);
       call.finished.store(true, std::memory_order_release);
     }
     call.cv.notify_all();
+    return true;
   }
 
   const std::string peer_;
+  TransportMetrics& metrics_;
   std::mutex mu_;
   std::condition_variable credit_cv_;
   uint32_t credits_ = 0;
@@ -149,13 +171,16 @@ class RpcChannelImpl final : public RpcChannel {
     call->deadline = std::chrono::steady_clock::now() + timeout.value_or(options_.call_timeout);
     call->table = table_;
     call->driver = driver_;
+    TransportMetrics& m = table_->metrics();
+    m.calls.inc();
     Status st = table_->begin(call);
     if (st.ok()) {
       OutgoingRequest req{call->request_id, service, method, request, call->regions};
       st = transport_->send_request(req);
-      if (!st.ok()) table_->complete(call->request_id, st, {});
+      if (!st.ok()) table_->fail_unsent(call->request_id, st);
       return PendingCall(std::move(call));
     }
+    m.call_errors.inc();
     call->done = true;
     call->finished = true;
     call->status = std::move(st);
@@ -191,7 +216,11 @@ Status PendingCall::wait() {
     s.abandoned = true;
     s.finished.store(true, std::memory_order_release);
     std::string peer = "server";
-    if (auto t = s.table.lock()) peer = static_cast<CallTable&>(*t).peer();
+    if (auto t = s.table.lock()) {
+      auto& table = static_cast<CallTable&>(*t);
+      peer = table.peer();
+      table.metrics().call_errors.inc();
+    }
     s.status = Status::TimedOut("call " + std::to_string(s.service) + "." +
                                 std::to_string(s.method) + " (request " +
                                 std::to_string(s.request_id) + ") to " + peer + " timed out");
@@ -231,18 +260,20 @@ Result<std::shared_ptr<RpcChannel>> RpcChannel::Connect(const std::string& addre
   if (options.cluster_key.empty()) {
     return Status::InvalidArgument("connect to " + address + ": empty cluster key");
   }
-  auto table = std::make_shared<CallTable>(ep.to_string());
+  TransportMetrics& metrics = TransportMetrics::of(ep.kind, Side::kClient);
+  auto table = std::make_shared<CallTable>(ep.to_string(), metrics);
   ClientTransportOptions t;
   t.endpoint = ep;
   t.cluster_key = options.cluster_key;
   t.connect_timeout = options.connect_timeout;
   t.pool = options.pool;
-  std::unique_ptr<ClientTransport> transport;
-  if (ep.kind == TransportKind::kRdma) {
-    SURGE_ASSIGN_OR_RETURN(transport, connect_rdma(t, table));
-  } else {
-    SURGE_ASSIGN_OR_RETURN(transport, connect_tcp(t, table));
+  Result<std::unique_ptr<ClientTransport>> connected =
+      ep.kind == TransportKind::kRdma ? connect_rdma(t, table) : connect_tcp(t, table);
+  if (!connected.ok()) {
+    metrics.connect_errors.inc();
+    return connected.status();
   }
+  std::unique_ptr<ClientTransport> transport = std::move(connected).value();
   table->set_credits(transport->credits());
   return std::shared_ptr<RpcChannel>(
       std::make_shared<RpcChannelImpl>(address, options, std::move(table), std::move(transport)));
@@ -259,6 +290,13 @@ Result<std::shared_ptr<RpcChannel>> ChannelPool::get(const std::string& address)
   std::lock_guard lk(mu_);
   auto& slot = channels_[address];
   if (slot && slot->connected()) return slot;  // another thread won the race
+  if (slot) {
+    // The channel it replaces had died: a reconnect (drop() forgets the
+    // address, so a channel made after it counts as a first connect).
+    auto ep = parse_endpoint(address);
+    TransportMetrics::of(ep.ok() ? ep->kind : TransportKind::kTcp, Side::kClient)
+        .reconnects.inc();
+  }
   slot = ch;
   return ch;
 }

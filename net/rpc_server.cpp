@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "net/rpc_server.h"
 #include "net/transport.h"
+#include "net/transport_metrics.h"
 
 namespace surge::net {
 
@@ -61,6 +62,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
 
   Status init() {
     SURGE_ASSIGN_OR_RETURN(Endpoint ep, parse_endpoint(options_.listen));
+    metrics_ = &TransportMetrics::of(ep.kind, Side::kServer);
     if (options_.cluster_key.empty()) {
       return Status::InvalidArgument("server on " + options_.listen + ": empty cluster key");
     }
@@ -151,6 +153,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     for (auto& t : workers_) t.join();
     workers_.clear();
     for (Task& t : leftover) {
+      metrics_->call_errors.inc();
       t.req.bulk->finish();
       t.conn->in_flight.fetch_sub(1);
       t.conn->send_response(t.req.request_id,
@@ -168,8 +171,10 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   }
 
   void on_request(std::shared_ptr<ServerConnection> conn, InboundRequest req) override {
+    metrics_->calls.inc();
     uint32_t n = conn->in_flight.fetch_add(1) + 1;
     if (n > options_.credits_per_connection) {
+      metrics_->call_errors.inc();
       conn->in_flight.fetch_sub(1);
       conn->close(Status::ProtocolError("peer exceeded its " +
                                         std::to_string(options_.credits_per_connection) +
@@ -179,6 +184,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     }
     auto it = handlers_.find(handler_key(req.service, req.method));
     if (it == handlers_.end()) {
+      metrics_->call_errors.inc();
       req.bulk->finish();
       conn->in_flight.fetch_sub(1);
       conn->send_response(req.request_id,
@@ -205,6 +211,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
         return;
       }
     }
+    metrics_->call_errors.inc();
     req.bulk->finish();
     conn->in_flight.fetch_sub(1);
     conn->send_response(req.request_id, Status::Cancelled("server is stopping"), {});
@@ -250,6 +257,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   }
 
   ServerOptions options_;
+  TransportMetrics* metrics_ = nullptr;  // resolved in init(): counting takes no lock
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<ServerTransport> transport_;
   std::unordered_map<uint32_t, HandlerEntry> handlers_;

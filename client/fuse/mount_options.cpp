@@ -135,6 +135,8 @@ Status apply_option(MountConfig& m, const std::string& opt) {
     m.log_file = val;
   } else if (key == "pid_file") {
     m.pid_file = val;
+  } else if (key == "metrics_listen") {
+    m.metrics_listen = val;
   } else if (key == "default_permissions") {
     // Always on (surge_fuse_main): the word is accepted for old fstabs.
   } else {
@@ -146,10 +148,13 @@ Status apply_option(MountConfig& m, const std::string& opt) {
 }  // namespace
 
 std::string usage() {
-  return "usage: surge-fuse [-f] [-d] [-o opt[,opt...]] MDS-ADDR MOUNTPOINT\n"
+  return "usage: surge-fuse [-f] [-d] [--metrics-listen HOST:PORT] [-o opt[,opt...]] MDS-ADDR "
+         "MOUNTPOINT\n"
          "  MDS-ADDR           tcp://HOST:PORT (or HOST:PORT)\n"
          "  -f                 stay in the foreground\n"
          "  -d                 foreground, with libfuse request tracing\n"
+         "  --metrics-listen HOST:PORT  serve Prometheus metrics (GET /metrics) there\n"
+         "                     (also -o metrics_listen=HOST:PORT, e.g. in fstab)\n"
          "surge options (-o):\n"
          "  key_file=PATH      cluster key file (default /etc/surge/cluster.key)\n"
          "  transport=tcp|rdma data-server transport (default tcp)\n"
@@ -188,6 +193,11 @@ Result<MountConfig> parse_mount_args(int argc, char** argv) {
       for (const auto& o : split_commas(argv[++i])) SURGE_RETURN_IF_ERROR(apply_option(m, o));
     } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
       for (const auto& o : split_commas(a.substr(2))) SURGE_RETURN_IF_ERROR(apply_option(m, o));
+    } else if (a == "--metrics-listen") {
+      if (i + 1 >= argc) return Status::InvalidArgument("--metrics-listen needs HOST:PORT");
+      m.metrics_listen = argv[++i];
+    } else if (a.rfind("--metrics-listen=", 0) == 0) {
+      m.metrics_listen = a.substr(std::string("--metrics-listen=").size());
     } else if (a == "-s" || a == "-n" || a == "-v") {
       // mount(8) helper flags (sloppy, no mtab, verbose): nothing to do.
     } else if (a == "-h" || a == "--help") {

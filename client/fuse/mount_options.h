@@ -21,6 +21,8 @@ struct MountConfig {
   std::string log_level = "info";
   std::string log_file;
   std::string pid_file;  // the daemon writes its pid here once mounted
+  // "HOST:PORT": serve the Prometheus page (GET /metrics) there; "": none.
+  std::string metrics_listen;
   uint32_t readahead_kb = 4096;  // bdi read_ahead_kb of the mount
   unsigned max_threads = 16;
   ClientOptions client;
@@ -29,7 +31,7 @@ struct MountConfig {
 };
 
 // argv as given to surge-fuse / mount.surge:
-//   surge-fuse [-f] [-d] [-o opt[,opt...]]... MDS-ADDR MOUNTPOINT
+//   surge-fuse [-f] [-d] [--metrics-listen HOST:PORT] [-o opt[,opt...]]... MDS-ADDR MOUNTPOINT
 Result<MountConfig> parse_mount_args(int argc, char** argv);
 std::string usage();
 

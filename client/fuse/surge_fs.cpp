@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "client/fuse/fuse_loop.h"
+#include "client/fuse/fuse_metrics.h"
 #include "client/fuse/init_extensions.h"
 #include "client/fuse/kill_privs.h"
 #include "common/log.h"
@@ -85,7 +86,7 @@ fuse_entry_param entry_of(SurgeFs& fs, const Attr& a) {
 void reply_entry(fuse_req_t req, const Result<Attr>& a, const char* op, Ino parent) {
   SurgeFs& fs = fs_of(req);
   if (!a.ok()) {
-    fuse_reply_err(req, err_of(a.status(), op, parent));
+    reply_error(req, err_of(a.status(), op, parent));
     return;
   }
   fuse_entry_param e = entry_of(fs, *a);
@@ -94,7 +95,7 @@ void reply_entry(fuse_req_t req, const Result<Attr>& a, const char* op, Ino pare
 }
 
 void reply_status(fuse_req_t req, const Status& st, const char* op, Ino ino) {
-  fuse_reply_err(req, st.ok() ? 0 : err_of(st, op, ino));
+  reply_error(req, st.ok() ? 0 : err_of(st, op, ino));
 }
 
 struct OpenFile {
@@ -178,7 +179,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
   auto a = fs.client().getattr(ino, caller_of(req));
   if (!a.ok()) {
-    fuse_reply_err(req, err_of(a.status(), "getattr", ino));
+    reply_error(req, err_of(a.status(), "getattr", ino));
     return;
   }
   struct stat st;
@@ -228,7 +229,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
   if (fi != nullptr && fi->fh != 0 && (to_set & FUSE_SET_ATTR_SIZE)) sa.file = file_of(fi).get();
   auto a = fs.client().setattr(ino, sa, caller_of(req));
   if (!a.ok()) {
-    fuse_reply_err(req, err_of(a.status(), "setattr", ino));
+    reply_error(req, err_of(a.status(), "setattr", ino));
     return;
   }
   struct stat st;
@@ -239,7 +240,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
   auto t = fs_of(req).client().readlink(ino);
   if (!t.ok()) {
-    fuse_reply_err(req, err_of(t.status(), "readlink", ino));
+    reply_error(req, err_of(t.status(), "readlink", ino));
     return;
   }
   fuse_reply_readlink(req, t->c_str());
@@ -304,7 +305,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Attr a;
   auto f = fs.client().open(ino, fi->flags, caller_of(req), &a);
   if (!f.ok()) {
-    fuse_reply_err(req, err_of(f.status(), "open", ino));
+    reply_error(req, err_of(f.status(), "open", ino));
     return;
   }
   auto* of = new OpenFile{std::move(*f)};
@@ -315,7 +316,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!ks.ok()) {
       (void)fs.client().close(std::move(of->file));
       delete of;
-      fuse_reply_err(req, err_of(ks, "open (clearing setuid/setgid)", ino));
+      reply_error(req, err_of(ks, "open (clearing setuid/setgid)", ino));
       return;
     }
   }
@@ -339,7 +340,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   Attr a;
   auto f = fs.client().create(parent, name, mode, fi->flags, caller_of(req), &a);
   if (!f.ok()) {
-    fuse_reply_err(req, err_of(f.status(), "create", parent));
+    reply_error(req, err_of(f.status(), "create", parent));
     return;
   }
   auto* created = new OpenFile{std::move(*f)};
@@ -366,7 +367,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
                                   fuse_reply_iov(req, pieces.data(),
                                                  static_cast<int>(pieces.size()));
                                 });
-  if (!n.ok()) fuse_reply_err(req, err_of(n.status(), "read", ino));
+  if (!n.ok()) reply_error(req, err_of(n.status(), "read", ino));
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,
@@ -378,7 +379,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off
   if (has_killable_privs(of.mode.load()) && write_kills_privs()) {
     Status ks = kill_privs(req, ino, of);
     if (!ks.ok()) {
-      fuse_reply_err(req, err_of(ks, "write (clearing setuid/setgid)", ino));
+      reply_error(req, err_of(ks, "write (clearing setuid/setgid)", ino));
       return;
     }
   }
@@ -389,12 +390,12 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off
                                      reinterpret_cast<const std::byte*>(data), size,
                                      static_cast<uint64_t>(off),
                                      [req, size] { fuse_reply_write(req, size); });
-    if (!n.ok()) fuse_reply_err(req, err_of(n.status(), "write", ino));
+    if (!n.ok()) reply_error(req, err_of(n.status(), "write", ino));
     return;
   }
   auto n = fs.client().pwrite(*file_of(fi), data, size, static_cast<uint64_t>(off));
   if (!n.ok()) {
-    fuse_reply_err(req, err_of(n.status(), "write", ino));
+    reply_error(req, err_of(n.status(), "write", ino));
     return;
   }
   fuse_reply_write(req, *n);
@@ -407,7 +408,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off
 void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                   fuse_file_info* fi) {
   if (offset < 0 || length <= 0) {
-    fuse_reply_err(req, EINVAL);
+    reply_error(req, EINVAL);
     return;
   }
   reply_status(req,
@@ -425,7 +426,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Status st = fs_of(req).client().close(std::move(of->file));
   delete of;
   if (!st.ok()) (void)err_of(st, "release", ino);
-  fuse_reply_err(req, 0);  // release errors are not seen by anyone
+  reply_error(req, 0);  // release errors are not seen by anyone
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
@@ -467,7 +468,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
       auto page = fs.client().readdir(ino, cookie, want, c);
       if (!page.ok()) {
         if (used == 0) {
-          fuse_reply_err(req, err_of(page.status(), "readdir", ino));
+          reply_error(req, err_of(page.status(), "readdir", ino));
           return;
         }
         goto reply;
@@ -512,12 +513,12 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
-void op_releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { fuse_reply_err(req, 0); }
+void op_releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) { reply_error(req, 0); }
 
 void op_statfs(fuse_req_t req, fuse_ino_t ino) {
   auto s = fs_of(req).client().statfs();
   if (!s.ok()) {
-    fuse_reply_err(req, err_of(s.status(), "statfs", ino));
+    reply_error(req, err_of(s.status(), "statfs", ino));
     return;
   }
   struct statvfs v;
@@ -545,11 +546,11 @@ void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* v
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   auto v = fs_of(req).client().getxattr(ino, name, caller_of(req));
   if (!v.ok()) {
-    fuse_reply_err(req, err_of(v.status(), "getxattr", ino));
+    reply_error(req, err_of(v.status(), "getxattr", ino));
   } else if (size == 0) {
     fuse_reply_xattr(req, v->size());
   } else if (size < v->size()) {
-    fuse_reply_err(req, ERANGE);
+    reply_error(req, ERANGE);
   } else {
     fuse_reply_buf(req, v->data(), v->size());
   }
@@ -558,7 +559,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   auto names = fs_of(req).client().listxattr(ino, caller_of(req));
   if (!names.ok()) {
-    fuse_reply_err(req, err_of(names.status(), "listxattr", ino));
+    reply_error(req, err_of(names.status(), "listxattr", ino));
     return;
   }
   std::string all;
@@ -569,7 +570,7 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   if (size == 0) {
     fuse_reply_xattr(req, all.size());
   } else if (size < all.size()) {
-    fuse_reply_err(req, ERANGE);
+    reply_error(req, ERANGE);
   } else {
     fuse_reply_buf(req, all.data(), all.size());
   }
@@ -589,37 +590,37 @@ fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops o;
   std::memset(&o, 0, sizeof(o));
   o.init = op_init;
-  o.lookup = op_lookup;
-  o.forget = op_forget;
-  o.forget_multi = op_forget_multi;
-  o.getattr = op_getattr;
-  o.setattr = op_setattr;
-  o.readlink = op_readlink;
-  o.mknod = op_mknod;
-  o.mkdir = op_mkdir;
-  o.unlink = op_unlink;
-  o.rmdir = op_rmdir;
-  o.symlink = op_symlink;
-  o.rename = op_rename;
-  o.link = op_link;
-  o.open = op_open;
-  o.create = op_create;
-  o.read = op_read;
-  o.write = op_write;
-  o.flush = op_flush;
-  o.fallocate = op_fallocate;
-  o.release = op_release;
-  o.fsync = op_fsync;
-  o.opendir = op_opendir;
-  o.readdir = op_readdir;
-  o.readdirplus = op_readdirplus;
-  o.releasedir = op_releasedir;
-  o.statfs = op_statfs;
-  o.setxattr = op_setxattr;
-  o.getxattr = op_getxattr;
-  o.listxattr = op_listxattr;
-  o.removexattr = op_removexattr;
-  o.access = op_access;
+  o.lookup = timed<FuseOp::kLookup, op_lookup>;
+  o.forget = timed<FuseOp::kForget, op_forget>;
+  o.forget_multi = timed<FuseOp::kForgetMulti, op_forget_multi>;
+  o.getattr = timed<FuseOp::kGetattr, op_getattr>;
+  o.setattr = timed<FuseOp::kSetattr, op_setattr>;
+  o.readlink = timed<FuseOp::kReadlink, op_readlink>;
+  o.mknod = timed<FuseOp::kMknod, op_mknod>;
+  o.mkdir = timed<FuseOp::kMkdir, op_mkdir>;
+  o.unlink = timed<FuseOp::kUnlink, op_unlink>;
+  o.rmdir = timed<FuseOp::kRmdir, op_rmdir>;
+  o.symlink = timed<FuseOp::kSymlink, op_symlink>;
+  o.rename = timed<FuseOp::kRename, op_rename>;
+  o.link = timed<FuseOp::kLink, op_link>;
+  o.open = timed<FuseOp::kOpen, op_open>;
+  o.create = timed<FuseOp::kCreate, op_create>;
+  o.read = timed<FuseOp::kRead, op_read>;
+  o.write = timed<FuseOp::kWrite, op_write>;
+  o.flush = timed<FuseOp::kFlush, op_flush>;
+  o.fallocate = timed<FuseOp::kFallocate, op_fallocate>;
+  o.release = timed<FuseOp::kRelease, op_release>;
+  o.fsync = timed<FuseOp::kFsync, op_fsync>;
+  o.opendir = timed<FuseOp::kOpendir, op_opendir>;
+  o.readdir = timed<FuseOp::kReaddir, op_readdir>;
+  o.readdirplus = timed<FuseOp::kReaddirplus, op_readdirplus>;
+  o.releasedir = timed<FuseOp::kReleasedir, op_releasedir>;
+  o.statfs = timed<FuseOp::kStatfs, op_statfs>;
+  o.setxattr = timed<FuseOp::kSetxattr, op_setxattr>;
+  o.getxattr = timed<FuseOp::kGetxattr, op_getxattr>;
+  o.listxattr = timed<FuseOp::kListxattr, op_listxattr>;
+  o.removexattr = timed<FuseOp::kRemovexattr, op_removexattr>;
+  o.access = timed<FuseOp::kAccess, op_access>;
   return o;
 }
 

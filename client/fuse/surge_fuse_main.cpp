@@ -25,9 +25,11 @@
 #include <sstream>
 
 #include "client/fuse/fuse_loop.h"
+#include "client/fuse/fuse_metrics.h"
 #include "client/fuse/init_extensions.h"
 #include "client/fuse/mount_options.h"
 #include "client/fuse/surge_fs.h"
+#include "common/daemon/daemon_process.h"
 #include "common/log.h"
 
 namespace {
@@ -68,6 +70,15 @@ int run(MountConfig& cfg, int status_fd) {
   Status ls = surge::init_logging(cfg.log_level, cfg.log_file, "surge-fuse");
   if (!ls.ok()) {
     report(status_fd, "logging: " + ls.ToString());
+    return 1;
+  }
+  // In the mount daemon (after the fork), before connecting: a bad address
+  // fails the mount at once, naming it.
+  surge::fuse::declare_fuse_metrics();
+  auto metrics = surge::daemon::start_metrics("surge-fuse", cfg.metrics_listen);
+  if (!metrics.ok()) {
+    SLOG_ERROR("{}", metrics.status().ToString());
+    report(status_fd, metrics.status().ToString());
     return 1;
   }
   cfg.client.kill_suidgid_on_write = false;  // kill_privs.h: the kernel says when

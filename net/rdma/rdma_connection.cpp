@@ -110,11 +110,21 @@ RdmaConnection::RdmaConnection(RdmaEventLoop* loop, Role role, std::string key,
       key_(std::move(key)),
       limits_(limits),
       user_pool_(user_pool),
-      cbs_(std::move(cbs)) {
+      cbs_(std::move(cbs)),
+      metrics_(TransportMetrics::of(TransportKind::kRdma,
+                                    role == Role::kServer ? Side::kServer : Side::kClient)) {
   my_nonce_ = make_nonce();
+  // counters() takes mu_ at scrape time; probes are made and dropped here
+  // and in the destructor, never under mu_.
+  probes_ = std::make_unique<RdmaConnectionProbes>(
+      role == Role::kServer ? Side::kServer : Side::kClient, [this] {
+        Counters c = counters();
+        return RdmaConnectionState{c.send_credits, c.queued, c.recvs_posted};
+      });
 }
 
 RdmaConnection::~RdmaConnection() {
+  probes_.reset();  // no scrape reads us from here on
   // Resources are destroyed by maybe_destroy_locked; a connection that
   // never got an id or QP has nothing left here but memory.
   if (qp_ != nullptr || cq_ != nullptr) {
@@ -729,12 +739,15 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
     --recvs_posted_;
     st = state_;
   }
+  metrics_.rdma_recv_completions->inc();
   if (wc.status != IBV_WC_SUCCESS) {
+    metrics_.rdma_recv_completion_errors->inc();
     if (st < State::kClosing) {
       shutdown(Status::Disconnected("rdma: receive on " + peer_ + " failed: " + wc_error(wc)));
     }
     return;
   }
+  metrics_.received_bytes.inc(wc.byte_len);
   if (st >= State::kClosing) return;
   const std::byte* p = recv_bufs_[slot].data();
   if (wc.byte_len < kMsgHeaderSize || get_u32(p) != kMsgMagic ||
@@ -814,6 +827,8 @@ void RdmaConnection::handle_recv(const ibv_wc& wc) {
 void RdmaConnection::handle_send(const ibv_wc& wc) {
   std::unique_ptr<Wr> w;
   Status err;
+  metrics_.rdma_send_completions->inc();
+  if (wc.status != IBV_WC_SUCCESS) metrics_.rdma_send_completion_errors->inc();
   {
     std::lock_guard lk(mu_);
     auto it = posted_.find(wc.wr_id);
@@ -1011,6 +1026,12 @@ void RdmaConnection::pump_locked() {
       Status why = close_reason_;
       loop_->post([self, why] { self->shutdown(why); });
       return false;
+    }
+    // Bytes out (SEND, WRITE) and in (READ), counted when posted.
+    if (w->kind == Wr::Kind::kMessage || w->kind == Wr::Kind::kWrite) {
+      metrics_.sent_bytes.inc(sge.length);
+    } else if (w->kind == Wr::Kind::kRead) {
+      metrics_.received_bytes.inc(sge.length);
     }
     if (w->kind == Wr::Kind::kBind) {
       // The provider names the window by ibv_mw::rkey in the bind (librxe

@@ -67,6 +67,7 @@
 #include "net/rdma/rdma_device.h"
 #include "net/rdma/rdma_event_loop.h"
 #include "net/transport.h"
+#include "net/transport_metrics.h"
 
 namespace surge::net::rdma {
 
@@ -192,7 +193,7 @@ class RdmaConnection final : public CmEventTarget,
   const std::shared_ptr<RdmaDevice>& device() const { return device_; }
   // The RPC credits the server advertised (client side).
   uint32_t rpc_credits() const { return rpc_credits_; }
-  // Current counters, for tests.
+  // Current counters (tests, and the page: RdmaConnectionProbes).
   struct Counters {
     uint32_t send_credits;
     uint32_t queued;
@@ -252,6 +253,9 @@ class RdmaConnection final : public CmEventTarget,
   ConnectionLimits limits_;
   BufferPool* user_pool_;
   ConnectionCallbacks cbs_;
+  // Completions and bytes on the process's metrics page (resolved here,
+  // counted with relaxed atomics).
+  TransportMetrics& metrics_;
   std::string peer_;
 
   rdma_cm_id* id_ = nullptr;
@@ -311,6 +315,8 @@ class RdmaConnection final : public CmEventTarget,
   // Under reap_mu_: completions polled from the CQ and not handled yet,
   // in CQ order (a handler run in place leaves receives here).
   std::deque<ibv_wc> reaped_;
+  // This connection's counters() on the metrics page.
+  std::unique_ptr<RdmaConnectionProbes> probes_;
   // Under reap_mu_: the message being reassembled.
   std::vector<uint32_t> frag_slots_;
   std::string frag_data_;

@@ -113,7 +113,9 @@ TcpStream::TcpStream(boost::asio::io_context& io, boost::asio::ip::tcp::socket s
       readiness_key_(readiness_.add(fd_)),
       peer_(std::move(peer)),
       rbuf_(handshake_only ? kHandshakeReadBufferSize : kReadBufferSize),
-      handshake_only_(handshake_only) {}
+      handshake_only_(handshake_only),
+      metrics_(TransportMetrics::of(TransportKind::kTcp,
+                                    handshake_only ? Side::kServer : Side::kClient)) {}
 
 void TcpStream::open_frames() {
   handshake_only_ = false;
@@ -177,10 +179,16 @@ Status TcpStream::send_frame(const FrameHeader& h, std::span<const iovec> parts)
   for (const iovec& p : parts) {
     if (p.iov_len > 0) iov[n++] = p;
   }
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; ++i) bytes += iov[i].iov_len;
   std::lock_guard lk(write_mu_);
   if (closed()) return Status::Disconnected("connection to " + peer_ + " is closed");
   Status st = send_all(fd_, iov, n, peer_, [this] { kick_reader(); }, stall_timeout_);
-  if (!st.ok()) fail(st);
+  if (!st.ok()) {
+    fail(st);
+    return st;
+  }
+  metrics_.sent_bytes.inc(bytes);
   return st;
 }
 
@@ -209,6 +217,7 @@ TcpStream::Step TcpStream::fill(size_t want) {
   size_t room = std::min(rbuf_.size() - rend_, want);
   ssize_t n = ::recv(fd_, rbuf_.data() + rend_, room, blocking_reads_ ? 0 : MSG_DONTWAIT);
   if (n > 0) {
+    metrics_.received_bytes.inc(static_cast<uint64_t>(n));
     rend_ += static_cast<size_t>(n);
     drained_ = static_cast<size_t>(n) < room;
     return Step::kMore;
@@ -406,6 +415,7 @@ Status TcpStream::read_payload(std::byte* dst, uint64_t len) {
     // bytes, so one recv() per arrival beats poll() + recv().
     ssize_t n = ::recv(fd_, into, want, 0);
     if (n > 0) {
+      metrics_.received_bytes.inc(static_cast<uint64_t>(n));
       deadline = std::chrono::steady_clock::now() + stall_timeout_;
       if (dst != nullptr) {
         dst += n;
@@ -485,6 +495,7 @@ TcpStream::Step TcpStream::advance_direct() {
       continue;
     }
     if (n > 0) {
+      metrics_.received_bytes.inc(static_cast<uint64_t>(n));
       direct_.dst += n;
       direct_.remaining -= static_cast<uint64_t>(n);
       continue;

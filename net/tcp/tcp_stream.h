@@ -51,6 +51,7 @@
 #include "net/frame.h"
 #include "net/tcp/readiness.h"
 #include "net/transport.h"
+#include "net/transport_metrics.h"
 
 namespace surge::net::tcp {
 
@@ -191,6 +192,8 @@ class TcpStream : public std::enable_shared_from_this<TcpStream> {
   size_t rend_ = 0;
   bool have_header_ = false;
   bool handshake_only_;  // see the constructor
+  // Bytes in and out (side: server streams start handshake-only).
+  TransportMetrics& metrics_;
   // The last recv() came back short: the socket is (very likely) empty, so
   // wait for readiness instead of paying for a recv() that says EAGAIN.
   // Safe: arming re-evaluates readiness (EPOLL_CTL_MOD).

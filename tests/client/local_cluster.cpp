@@ -77,6 +77,8 @@ std::string host() {
   return transport() == "rdma" && h != nullptr ? h : "127.0.0.1";
 }
 std::string addr(int port) { return transport() + "://" + host() + ":" + std::to_string(port); }
+// /metrics is plain HTTP on loopback, whatever the transport.
+std::string metrics_addr(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 // Start-up waits: the RDMA runs are in an emulated VM, several times slower;
 // sanitized builds are too (tests/common/time_scale.h).
@@ -174,9 +176,13 @@ Status LocalCluster::start_mds() {
       << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = 3000\n"
       << cfg_.mds_toml;
   }
-  SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", {bin, "--config", conf, "--data-dir", dir_ + "/mds", "--listen",
-                                                 addr(mds_port_), "--cluster-key-file",
-                                                 key_file_, "--log-level", "info"}));
+  std::vector<std::string> argv = {bin, "--config", conf, "--data-dir", dir_ + "/mds", "--listen",
+                                   addr(mds_port_), "--cluster-key-file", key_file_,
+                                   "--log-level", "info"};
+  if (mds_metrics_port_ != 0) {
+    argv.insert(argv.end(), {"--metrics-listen", metrics_addr(mds_metrics_port_)});
+  }
+  SURGE_ASSIGN_OR_RETURN(mds_pid_, spawn("mds", argv));
   return wait_port("mds", mds_pid_, mds_port_, scaled(15000));
 }
 
@@ -195,6 +201,9 @@ Status LocalCluster::start_ods(int i) {
   if (cfg_.ods_worker_threads > 0) {
     argv.insert(argv.end(), {"--worker-threads", std::to_string(cfg_.ods_worker_threads)});
   }
+  if (ods_metrics_ports_[i] != 0) {
+    argv.insert(argv.end(), {"--metrics-listen", metrics_addr(ods_metrics_ports_[i])});
+  }
   SURGE_ASSIGN_OR_RETURN(ods_pids_[i], spawn(name, argv));
   return wait_port(name, ods_pids_[i], ods_ports_[i], scaled(15000));
 }
@@ -204,6 +213,7 @@ std::string LocalCluster::ods_address(int i) const { return addr(ods_ports_[stat
 Status LocalCluster::add_ods(int* index) {
   const int i = static_cast<int>(ods_ports_.size());
   ods_ports_.push_back(free_port());
+  ods_metrics_ports_.push_back(cfg_.metrics ? free_port() : 0);
   ods_pids_.push_back(-1);
   SURGE_RETURN_IF_ERROR(start_ods(i));
   *index = i;
@@ -267,6 +277,10 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterConfig& c
   SURGE_RETURN_IF_ERROR(net::generate_cluster_key(c->key_file_));
   c->mds_port_ = free_port();
   for (int i = 0; i < cfg.ods_count; ++i) c->ods_ports_.push_back(free_port());
+  if (cfg.metrics) c->mds_metrics_port_ = free_port();
+  for (int i = 0; i < cfg.ods_count; ++i) {
+    c->ods_metrics_ports_.push_back(cfg.metrics ? free_port() : 0);
+  }
   c->ods_pids_.assign(static_cast<size_t>(cfg.ods_count), -1);
   SURGE_RETURN_IF_ERROR(c->start_mds());
   for (int i = 0; i < cfg.ods_count; ++i) SURGE_RETURN_IF_ERROR(c->start_ods(i));

@@ -31,6 +31,9 @@ struct ClusterConfig {
   std::string mds_toml;
   // surge-ods --worker-threads (0: its default).
   int ods_worker_threads = 0;
+  // Every daemon serves its Prometheus page on a free port of its own
+  // (--metrics-listen; mds_metrics_port(), ods_metrics_port(i)).
+  bool metrics = false;
 };
 
 // The layout most client suites use: 64 KiB stripes over 3 data servers,
@@ -57,6 +60,9 @@ class LocalCluster {
   // The address data server i listens on (as it registers with the MDS).
   std::string ods_address(int i) const;
   pid_t mds_pid() const { return mds_pid_; }
+  // The daemons' /metrics ports (ClusterConfig::metrics; 0 without).
+  int mds_metrics_port() const { return mds_metrics_port_; }
+  int ods_metrics_port(int i) const { return ods_metrics_ports_[static_cast<size_t>(i)]; }
   // The surge-fuse of a mount made by mount(); -1 if none.
   pid_t mount_pid(const std::string& mountpoint) const;
 
@@ -99,6 +105,8 @@ class LocalCluster {
   int mds_port_ = 0;
   pid_t mds_pid_ = -1;
   std::vector<int> ods_ports_;
+  int mds_metrics_port_ = 0;
+  std::vector<int> ods_metrics_ports_;  // 0 each without ClusterConfig::metrics
   std::vector<pid_t> ods_pids_;
   struct Mount {
     std::string path;

@@ -11,7 +11,9 @@
 #    SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1: the net layer's
 #    conformance tests (tests/net/net_rpc_test) and the data server's
 #    service tests (tests/ods/ods_service_test: writes and reads of many
-#    sizes and offsets byte for byte, concurrent clients, bad requests).
+#    sizes and offsets byte for byte, concurrent clients, bad requests),
+#    and the transport's metrics (tests/net/net_transport_metrics_test:
+#    calls, bytes and RDMA completions counted).
 #    A missing binary is a failure; SURGE_RDMA_CONFORMANCE_TESTS overrides
 #    the list.
 # A binary that hangs is killed after SURGE_RDMA_TEST_TIMEOUT seconds
@@ -35,7 +37,7 @@ for t in rdma_transport_test rdma_bad_input_test; do
 done
 run rdma_transport_test "$BUILD/tests/rdma/rdma_transport_test" --gtest_brief=1
 run rdma_bad_input_test "$BUILD/tests/rdma/rdma_bad_input_test" --gtest_brief=1
-for t in ${SURGE_RDMA_CONFORMANCE_TESTS:-tests/net/net_rpc_test tests/ods/ods_service_test}; do
+for t in ${SURGE_RDMA_CONFORMANCE_TESTS:-tests/net/net_rpc_test tests/ods/ods_service_test tests/net/net_transport_metrics_test}; do
   if [ ! -x "$BUILD/$t" ]; then echo "guest_suite: $BUILD/$t is not built"; failed+=("$t"); continue; fi
   run "$t (over rdma)" env SURGE_NET_TRANSPORT=rdma SURGE_NET_HOST=10.99.0.1 "$BUILD/$t" --gtest_brief=1
 done
