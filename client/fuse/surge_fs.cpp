@@ -6,6 +6,7 @@
 #include <sys/xattr.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -175,8 +176,30 @@ void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
   fuse_reply_none(req);
 }
 
+// The kernel drops its attributes of a directory at every create, mkdir,
+// unlink... in it, and with default_permissions it needs them at the next
+// path walk through it: cp -a, tar -x and rm -rf would pay an MDS getattr
+// per entry. The MDS answered that change with the directory's new
+// attributes (Client::recent_dir_attr); they are given to the kernel for
+// what is left of attr_timeout since they came, so no attribute it holds is
+// older than attr_timeout, as with a getattr.
+bool reply_recent_dir_attr(fuse_req_t req, SurgeFs& fs, fuse_ino_t ino) {
+  const double timeout = fs.options().attr_timeout;
+  if (timeout <= 0) return false;
+  const auto max_age = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(timeout));
+  std::chrono::nanoseconds age{};
+  auto a = fs.client().recent_dir_attr(ino, max_age, &age);
+  if (!a) return false;
+  struct stat st;
+  to_stat(*a, &st);
+  fuse_reply_attr(req, &st, timeout - std::chrono::duration<double>(age).count());
+  return true;
+}
+
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   SurgeFs& fs = fs_of(req);
+  if (reply_recent_dir_attr(req, fs, ino)) return;
   auto a = fs.client().getattr(ino, caller_of(req));
   if (!a.ok()) {
     reply_error(req, err_of(a.status(), "getattr", ino));

@@ -208,6 +208,7 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
     // An unknown session fails a create before anything is created.
     if (attempt > 0 || !session_->renew_after(st, sid)) return st;
   }
+  note_parent(resp);
   // An existing file that came back was opened by the MDS with the
   // caller's rights for these flags, and truncated there for O_TRUNC,
   // exactly as open(2) without O_CREAT would be.

@@ -5,6 +5,7 @@
 //   SizeReporter  the end of data each writer tells the MDS  (size_reporter.*)
 //   WriteBehind   writes returned before their bytes landed  (write_behind.*)
 //   ReadAhead     windows fetched past a sequential reader   (read_ahead.*)
+//   DirAttrCache  directories as our own changes left them    (dir_attr_cache.*)
 //   DataPath      placement and failure handling of every IO (data_path.*)
 // Namespace operations are plain MDS calls (namespace_ops.cpp); the open
 // file operations are file_ops.cpp. A background thread reports sizes
@@ -20,6 +21,7 @@
 #include "client/lib/close_queue.h"
 #include "client/lib/cluster_map_cache.h"
 #include "client/lib/data_path.h"
+#include "client/lib/dir_attr_cache.h"
 #include "client/lib/inode_table.h"
 #include "client/lib/mds_link.h"
 #include "client/lib/mds_session.h"
@@ -81,6 +83,8 @@ class ClientImpl : public Client {
   Result<std::unique_ptr<RegisteredBuffer>> register_buffer(size_t size) override;
   Result<std::unique_ptr<RegisteredBuffer>> try_pool_buffer(size_t size) override;
   void set_read_ahead(File& f, size_t bytes) override;
+  std::optional<Attr> recent_dir_attr(Ino dir, std::chrono::nanoseconds max_age,
+                                      std::chrono::nanoseconds* age) override;
   Status fallocate(File& f, int mode, uint64_t offset, uint64_t length) override;  // fallocate.cpp
 
   using Client::link;
@@ -116,6 +120,9 @@ class ClientImpl : public Client {
                             std::unique_ptr<RegisteredBuffer>* owned,
                             const std::function<void()>* on_accepted);
   void background_loop();
+  // Keeps the parent directory's attributes a reply carries (dir_attr_cache.h).
+  void note_parent(const proto::mds::EntryReply& resp);
+  void note_parent(const proto::mds::UnlinkReply& resp);
 
   // Declared in the order they are built; each room outlives those that
   // use it.
@@ -132,6 +139,7 @@ class ClientImpl : public Client {
   std::unique_ptr<SizeReporter> sizes_;
   std::unique_ptr<ReadAhead> read_ahead_;
   std::unique_ptr<CloseQueue> closes_;  // opens released at the MDS off close's path
+  DirAttrCache dir_attrs_;              // directories as our own changes left them
 
   std::atomic<uint64_t> op_seq_{0};  // next op id; random start
 

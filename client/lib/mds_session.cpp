@@ -18,6 +18,7 @@ Status MdsSession::open() {
                             "opening a session with the MDS at " + mds_->address());
   id_ = resp.session_id();
   if (resp.heartbeat_interval_ms() > 0) heartbeat_interval_ms_ = resp.heartbeat_interval_ms();
+  setattr_reports_size_ = resp.setattr_reports_size();
   // Re-record the opens this client holds (after an MDS restart).
   for (auto& st : inodes_->all()) {
     mds::OpenRequest oreq;

@@ -38,6 +38,9 @@ class MdsSession {
   }
   // Ends the session (at shutdown; its opens die with it).
   void close();
+  // Whether the MDS applies a size report sent with a setattr
+  // (SetAttrRequest.report_size): as it said when the session opened.
+  bool setattr_reports_size() const { return setattr_reports_size_.load(); }
 
  private:
   MdsLink* mds_;
@@ -47,6 +50,7 @@ class MdsSession {
   std::mutex renew_mu_;
   std::atomic<uint64_t> id_{0};
   std::atomic<int64_t> heartbeat_interval_ms_{2000};
+  std::atomic<bool> setattr_reports_size_{false};
 };
 
 }  // namespace surge::client

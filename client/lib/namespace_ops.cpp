@@ -14,6 +14,48 @@ namespace surge::client {
 
 namespace mds = proto::mds;
 
+namespace {
+
+// The parent directory's attributes after a change of its entries, when the
+// MDS sent them (not on a resend answered from the op id).
+template <typename Reply>
+void note_parent_of(DirAttrCache& cache, const Reply& resp) {
+  if (resp.has_parent_attr()) cache.note(attr_from_proto(resp.parent_attr()));
+}
+
+// The MDS keeps no system.* xattrs (POSIX ACLs): it refuses a request
+// naming one before looking at anything else (mds/namespace/
+// namespace_attrs.cpp, validate_xattr_name). Such a request is answered
+// here as the MDS would, without the round trip: cp -a and rsync -A set
+// system.posix_acl_access on every file they copy, then fall back to chmod.
+constexpr std::string_view kSystemNs = "system.";
+bool refused_by_mds_unasked(std::string_view name) {
+  return name.starts_with(kSystemNs) && name.size() <= 255 &&
+         name.find('\0') == std::string_view::npos;
+}
+Status system_xattr_refusal(std::string_view name) {
+  return Status::NotSupported("xattr '" + std::string(name) +
+                              "': system.* (ACLs) is not supported");
+}
+
+}  // namespace
+
+void ClientImpl::note_parent(const proto::mds::EntryReply& resp) {
+  note_parent_of(dir_attrs_, resp);
+}
+
+void ClientImpl::note_parent(const proto::mds::UnlinkReply& resp) {
+  note_parent_of(dir_attrs_, resp);
+}
+
+std::optional<Attr> ClientImpl::recent_dir_attr(Ino dir, std::chrono::nanoseconds max_age,
+                                                std::chrono::nanoseconds* age) {
+  DirAttrCache::Clock::duration a{};
+  auto r = dir_attrs_.recent(dir, std::chrono::duration_cast<DirAttrCache::Clock::duration>(max_age), &a);
+  if (r && age != nullptr) *age = std::chrono::duration_cast<std::chrono::nanoseconds>(a);
+  return r;
+}
+
 Result<Attr> ClientImpl::lookup(Ino parent, std::string_view name, const Caller& c) {
   mds::LookupRequest req;
   *req.mutable_cred() = cred_to_proto(c);
@@ -43,28 +85,35 @@ Status ClientImpl::access(Ino ino, uint32_t mask, const Caller& c) {
 }
 
 Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
+  if (sa.file != nullptr &&
+      ((sa.file->flags() & O_ACCMODE) == O_RDONLY || sa.file->ino() != ino)) {
+    return Status::InvalidArgument("setattr of inode " + std::to_string(ino) +
+                                   " through a file not open for writing it");
+  }
   std::shared_ptr<InodeState> st = inodes_.find(ino);
   // Our own unreported writes first, so a truncate or a time set is ordered
   // after them, and no report of this inode runs until the change is done: a
   // report arriving later would grow a truncated file back or move the
   // times a utimens just set (tar -x, cp -p) to the time of the report.
+  // The report goes in the setattr's own request (one MDS call and one
+  // sync), applied there first, as if made just before; to an MDS that
+  // does not take it there, on its own first.
   std::unique_lock<std::mutex> size_lock;
+  std::optional<uint64_t> report;
   if (st) {
     size_lock = std::unique_lock(st->size_mu);
-    SURGE_RETURN_IF_ERROR(sizes_->report_locked(*st, false));
+    if (session_->setattr_reports_size()) {
+      report = sizes_->take_locked(*st);
+    } else {
+      SURGE_RETURN_IF_ERROR(sizes_->report_locked(*st, false));
+    }
   }
   if (st) writes_->drain(*st);
   if (st) st->data_gen.fetch_add(1, std::memory_order_acq_rel);
   mds::SetAttrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
-  if (sa.file != nullptr) {
-    if ((sa.file->flags() & O_ACCMODE) == O_RDONLY || sa.file->ino() != ino) {
-      return Status::InvalidArgument("setattr of inode " + std::to_string(ino) +
-                                     " through a file not open for writing it");
-    }
-    req.set_open_session_id(session_->id());
-  }
+  if (sa.file != nullptr) req.set_open_session_id(session_->id());
   uint32_t v = 0;
   if (sa.mask & kSetMode) v |= mds::SETATTR_MODE;
   if (sa.mask & kSetUid) v |= mds::SETATTR_UID;
@@ -84,8 +133,15 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   req.set_atime_ns(ns_from_ts(sa.atime));
   req.set_mtime_ns(ns_from_ts(sa.mtime));
   req.set_ctime_ns(ns_from_ts(sa.ctime));
+  if (report) {
+    req.set_report_size(true);
+    req.set_report_end(*report);
+  }
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSetAttr>(req, &resp));
+  Status called = mds_->call<mds::MdsSetAttr>(req, &resp);
+  if (report) sizes_->settle_locked(*st, *report, called.ok(), resp.attr().size());
+  SURGE_RETURN_IF_ERROR(called);
+  dir_attrs_.note(attr_from_proto(resp.attr()));  // a directory's chmod, chown, utimens
   if (st) st->mode.store(resp.attr().mode(), std::memory_order_relaxed);
   if (st && (sa.mask & kSetSize)) {
     std::lock_guard lk(st->mu);
@@ -106,6 +162,7 @@ Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
   req.set_mode(mode);
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMkdir>(req, &resp));
+  note_parent(resp);
   return attr_from_proto(resp.attr());
 }
 
@@ -120,6 +177,7 @@ Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode,
   req.set_rdev(rdev);
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMknod>(req, &resp));
+  note_parent(resp);
   return attr_from_proto(resp.attr());
 }
 
@@ -133,6 +191,7 @@ Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_
   req.set_target(std::string(target));
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSymlink>(req, &resp));
+  note_parent(resp);
   return attr_from_proto(resp.attr());
 }
 
@@ -154,6 +213,7 @@ Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name
   req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLink>(req, &resp));
+  note_parent(resp);
   return inodes_.merge_local(attr_from_proto(resp.attr()));
 }
 
@@ -164,7 +224,9 @@ Status ClientImpl::unlink(Ino parent, std::string_view name, const Caller& c) {
   req.set_name(std::string(name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::UnlinkReply resp;
-  return mds_->call<mds::MdsUnlink>(req, &resp);
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsUnlink>(req, &resp));
+  note_parent(resp);
+  return Status::OK();
 }
 
 Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
@@ -174,7 +236,10 @@ Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
   req.set_name(std::string(name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::UnlinkReply resp;
-  return mds_->call<mds::MdsRmdir>(req, &resp);
+  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsRmdir>(req, &resp));
+  note_parent(resp);
+  if (resp.ino() != 0) dir_attrs_.drop(resp.ino());  // gone: its next getattr says so
+  return Status::OK();
 }
 
 Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
@@ -188,6 +253,9 @@ Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
   req.set_flags(flags);
   req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::RenameReply resp;
+  // Both directories change; their next getattr asks the MDS.
+  dir_attrs_.drop(parent);
+  dir_attrs_.drop(new_parent);
   return mds_->call<mds::MdsRename>(req, &resp);
 }
 
@@ -219,6 +287,7 @@ Result<DirPage> ClientImpl::readdir(Ino dir, uint64_t cookie, size_t max_entries
 }
 
 Result<std::string> ClientImpl::getxattr(Ino ino, std::string_view name, const Caller& c) {
+  if (refused_by_mds_unasked(name)) return system_xattr_refusal(name);
   mds::GetXattrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
@@ -231,6 +300,7 @@ Result<std::string> ClientImpl::getxattr(Ino ino, std::string_view name, const C
 
 Status ClientImpl::setxattr(Ino ino, std::string_view name, std::string_view value, uint32_t flags,
                             const Caller& c) {
+  if (refused_by_mds_unasked(name)) return system_xattr_refusal(name);
   mds::SetXattrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
@@ -238,6 +308,7 @@ Status ClientImpl::setxattr(Ino ino, std::string_view name, std::string_view val
   req.set_value(std::string(value));
   req.set_flags(flags);
   mds::SetXattrReply resp;
+  dir_attrs_.drop(ino);  // its ctime moves
   return mds_->call<mds::MdsSetXattr>(req, &resp);
 }
 
@@ -252,11 +323,13 @@ Result<std::vector<std::string>> ClientImpl::listxattr(Ino ino, const Caller& c)
 }
 
 Status ClientImpl::removexattr(Ino ino, std::string_view name, const Caller& c) {
+  if (refused_by_mds_unasked(name)) return system_xattr_refusal(name);
   mds::RemoveXattrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);
   req.set_name(std::string(name));
   mds::RemoveXattrReply resp;
+  dir_attrs_.drop(ino);  // its ctime moves
   return mds_->call<mds::MdsRemoveXattr>(req, &resp);
 }
 

@@ -39,6 +39,24 @@ Status SizeReporter::report_locked(InodeState& st, bool force) {
   return Status::OK();
 }
 
+std::optional<uint64_t> SizeReporter::take_locked(InodeState& st) {
+  writes_->drain(st);  // only bytes the data servers hold are reported
+  std::lock_guard lk(st.mu);
+  if (!st.dirty) return std::nullopt;
+  st.dirty = false;
+  return st.written_end;
+}
+
+void SizeReporter::settle_locked(InodeState& st, uint64_t end, bool ok, uint64_t mds_size) {
+  std::lock_guard lk(st.mu);
+  if (!ok) {
+    st.dirty = true;  // try again next time
+    return;
+  }
+  st.reported_end = std::max(st.reported_end, end);
+  st.mds_size = mds_size;
+}
+
 void SizeReporter::report_dirty() {
   for (auto& st : inodes_->all()) {
     Status s = report(*st, false);

@@ -7,6 +7,9 @@
 // a report taken before a truncate cannot grow the file back after it.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
 #include "client/lib/inode_table.h"
 #include "client/lib/mds_link.h"
 #include "client/lib/open_file.h"
@@ -28,6 +31,14 @@ class SizeReporter {
   // Reports every open inode written since its last report; failures are
   // logged and retried next time.
   void report_dirty();
+
+  // For a setattr that carries the report with it (SetAttrRequest
+  // report_size, one MDS call and one sync where there were two): with
+  // st.size_mu held, the end to report when there is one (writes in flight
+  // drained, dirty cleared), else nullopt; then settle_locked with what the
+  // MDS answered (a failure leaves the end to be reported again).
+  std::optional<uint64_t> take_locked(InodeState& st);
+  void settle_locked(InodeState& st, uint64_t end, bool ok, uint64_t mds_size);
 
  private:
   MdsLink* mds_;

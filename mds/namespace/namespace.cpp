@@ -346,6 +346,7 @@ Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const 
   SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, op_id, b, &child));
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
   to_wire(child.attr(), out->mutable_attr());
+  to_wire(p.attr(), out->mutable_parent_attr());
   out->set_created(true);
   return Status::OK();
 }
@@ -434,6 +435,7 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
     g.release();
     SURGE_RETURN_IF_ERROR(kv_->make_durable());
     to_wire(child.attr(), out->mutable_attr());
+    to_wire(p.attr(), out->mutable_parent_attr());
     out->set_created(true);
     return Status::OK();
   }
@@ -517,7 +519,7 @@ Status Namespace::readlink(const pb::ReadlinkRequest& req, pb::ReadlinkReply* ou
   return Status::OK();
 }
 
-Status Namespace::unlink(const pb::UnlinkRequest& req) {
+Status Namespace::unlink(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
   SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
   if (resent) return Status::OK();  // it happened; its reply was lost
@@ -548,12 +550,17 @@ Status Namespace::unlink(const pb::UnlinkRequest& req) {
     c.mutable_attr()->set_ctime_ns(now);
     put_inode(b, c);
     if (c.attr().nlink() == 0) b.put(Space::kSystem, keys::orphan(c.attr().ino()), "");
-    return commit_done_op(b, g, req.op_id(), now);
+    SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
+    if (out != nullptr) {
+      to_wire(p.attr(), out->mutable_parent_attr());
+      out->set_ino(c.attr().ino());
+    }
+    return Status::OK();
   }
   return Status::Busy("unlink: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
 
-Status Namespace::rmdir(const pb::UnlinkRequest& req) {
+Status Namespace::rmdir(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
   SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
   if (resent) return Status::OK();  // it happened; its reply was lost
@@ -587,7 +594,12 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req) {
     p.mutable_attr()->set_mtime_ns(now);
     p.mutable_attr()->set_ctime_ns(now);
     put_inode(b, p);
-    return commit_done_op(b, g, req.op_id(), now);
+    SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
+    if (out != nullptr) {
+      to_wire(p.attr(), out->mutable_parent_attr());
+      out->set_ino(c.attr().ino());
+    }
+    return Status::OK();
   }
   return Status::Busy("rmdir: " + entry_str(req.parent(), req.name()) + " keeps changing");
 }
@@ -628,6 +640,7 @@ Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
   put_inode(b, p);
   SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
   to_wire(c.attr(), out->mutable_attr());
+  to_wire(p.attr(), out->mutable_parent_attr());
   return Status::OK();
 }
 

@@ -69,8 +69,9 @@ class Namespace {
   Status create(const pb::CreateRequest& req, pb::EntryReply* out);
   Status mknod(const pb::MknodRequest& req, pb::EntryReply* out);
   Status mkdir(const pb::MkdirRequest& req, pb::EntryReply* out);
-  Status unlink(const pb::UnlinkRequest& req);
-  Status rmdir(const pb::UnlinkRequest& req);
+  // out (optional) gets the parent's attributes after the removal.
+  Status unlink(const pb::UnlinkRequest& req, pb::UnlinkReply* out = nullptr);
+  Status rmdir(const pb::UnlinkRequest& req, pb::UnlinkReply* out = nullptr);
   Status rename(const pb::RenameRequest& req);
   Status link(const pb::LinkRequest& req, pb::EntryReply* out);
   Status symlink(const pb::SymlinkRequest& req, pb::EntryReply* out);

@@ -200,7 +200,17 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   if ((v & pb::SETATTR_KILL_SUIDGID) && !owner_or_root) {
     SURGE_RETURN_IF_ERROR(check_write("clearing setuid/setgid"));
   }
+  if (req.report_size()) {  // as report_size checks it
+    if (!S_ISREG(a->mode())) {
+      return Status::InvalidArgument(what + ": a size report for a file that is not regular");
+    }
+    if (!owner_or_root) SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "report size"));
+  }
 
+  if (req.report_size()) {  // first, as if reported just before this request
+    if (req.report_end() > a->size()) a->set_size(req.report_end());
+    a->set_mtime_ns(now);
+  }
   if (v & pb::SETATTR_SIZE) {
     // Objects first: if a data server fails, the size stays as it was.
     SURGE_RETURN_IF_ERROR(truncate_objects(*a, req.size()));

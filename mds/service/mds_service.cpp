@@ -101,6 +101,7 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
         resp.set_session_id(sessions.open_session(req.client_name() + " from " + ctx.peer()));
         resp.set_heartbeat_interval_ms(sessions.options().heartbeat_interval_ms);
         resp.set_session_timeout_ms(sessions.options().session_timeout_ms);
+        resp.set_setattr_reports_size(true);
         return Status::OK();
       });
   bind<MdsSessionHeartbeat>(server, metrics, "session_heartbeat",
@@ -128,8 +129,8 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
   SURGE_MDS_BIND(MdsCreate, "create", CreateRequest, EntryReply, ns.create(req, &resp));
   SURGE_MDS_BIND(MdsMknod, "mknod", MknodRequest, EntryReply, ns.mknod(req, &resp));
   SURGE_MDS_BIND(MdsMkdir, "mkdir", MkdirRequest, EntryReply, ns.mkdir(req, &resp));
-  SURGE_MDS_BIND(MdsUnlink, "unlink", UnlinkRequest, UnlinkReply, ns.unlink(req));
-  SURGE_MDS_BIND(MdsRmdir, "rmdir", UnlinkRequest, UnlinkReply, ns.rmdir(req));
+  SURGE_MDS_BIND(MdsUnlink, "unlink", UnlinkRequest, UnlinkReply, ns.unlink(req, &resp));
+  SURGE_MDS_BIND(MdsRmdir, "rmdir", UnlinkRequest, UnlinkReply, ns.rmdir(req, &resp));
   SURGE_MDS_BIND(MdsRename, "rename", RenameRequest, RenameReply, ns.rename(req));
   SURGE_MDS_BIND(MdsLink, "link", LinkRequest, EntryReply, ns.link(req, &resp));
   SURGE_MDS_BIND(MdsSymlink, "symlink", SymlinkRequest, EntryReply, ns.symlink(req, &resp));

@@ -8,6 +8,12 @@
 #   stat-cold stat of a name another mount created (never looked up here)
 #   open     open(O_RDONLY) + close of an empty file
 #   unlink, mkdir, rmdir, stat-missing (a name that does not exist, twice)
+#   write+futimens+fchmod  a 4 KiB file written, then its times and mode set
+#             (what cp -p does per file), then closed
+#   setxattr-acl  setxattr(system.posix_acl_access), which cp -a tries per
+#             file before it falls back to chmod
+#   cp -a, rm -rf  of a tree of N small files (and N/10 directories, N/10
+#             symlinks) made under the build dir, per entry
 #   bash tests/client/metadata_cost.sh [BUILD_DIR] [N]
 # Needs root (tmpfs, FUSE) and python3. MDS and data servers on tmpfs.
 set -euo pipefail
@@ -88,4 +94,41 @@ measure("stat-missing2", lambda: None, missing)
 r = fresh("dirs")
 measure("mkdir", lambda: None, lambda i: os.mkdir(f"{r}/d{i}"))
 measure("rmdir", lambda: None, lambda i: os.rmdir(f"{r}/d{i}"))
+w = fresh("cpp")
+def write_times_mode(i):
+    fd = os.open(f"{w}/f{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.write(fd, b"x" * 4096)
+    os.utime(fd, ns=(1000000000 * 10**9, 1000000001 * 10**9))
+    os.fchmod(fd, 0o644)
+    os.close(fd)
+measure("write+futimens+fchmod", lambda: None, write_times_mode)
+acl = bytes([2,0,0,0, 1,0,6,0,255,255,255,255, 4,0,4,0,255,255,255,255, 32,0,4,0,255,255,255,255])
+def set_acl(i):
+    try: os.setxattr(f"{w}/f{i}", "system.posix_acl_access", acl)
+    except OSError: pass
+measure("setxattr-acl", lambda: None, set_acl)
+# cp -a and rm -rf of a tree: n files of 1 KiB, n/10 directories holding
+# them, n/10 symlinks; counted per entry.
+src = d + "/cp-src"
+def make_tree():
+    dirs = max(1, n // 10)
+    for k in range(dirs): os.makedirs(f"{src}/d{k}")
+    for i in range(n):
+        with open(f"{src}/d{i % dirs}/f{i}.h", "wb") as f: f.write(b"y" * 1024)
+    for k in range(dirs): os.symlink(f"f{k}.h", f"{src}/d{k}/l{k}.h")
+    return dirs * 2 + n + 1
+entries = make_tree()
+def tree(name, fn):
+    time.sleep(1.5)
+    m0, f0 = mds(), fuse()
+    fn()
+    time.sleep(1.2)
+    m1, f1 = mds(), fuse()
+    def per(a, b):
+        return ", ".join(f"{k} {(b[k]-a.get(k,0))/entries:.2f}" for k in sorted(b)
+                         if b[k] - a.get(k, 0) > 0 and k not in ("session_heartbeat", "target_heartbeat"))
+    print(f"{name:13s} ({entries} entries) MDS: {per(m0, m1) or '-'}\n{'':13s} FUSE: {per(f0, f1) or '-'}")
+import subprocess
+tree("cp -a", lambda: subprocess.run(["cp", "-a", src, base + "/tree"], check=True))
+tree("rm -rf", lambda: subprocess.run(["rm", "-rf", base + "/tree"], check=True))
 PY

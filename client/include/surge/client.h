@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -313,6 +314,16 @@ class Client {
   // Only a buffer of the registered pool, now: ResourceExhausted when none
   // of that size is free (no plain-memory fallback, nothing allocated).
   virtual Result<std::unique_ptr<RegisteredBuffer>> try_pool_buffer(size_t size) = 0;
+  // The attributes of directory `dir` as this client's own latest change of
+  // it left them (the MDS answers a create, mknod, mkdir, symlink, link,
+  // unlink, rmdir in it, and a setattr of it, with them), when that answer
+  // came less than max_age ago; *age (may be null) says how long ago.
+  // Nullopt: none that recent, ask getattr. surge-fuse answers the kernel's
+  // getattr of a directory it has just changed with this.
+  virtual std::optional<Attr> recent_dir_attr(Ino dir, std::chrono::nanoseconds max_age,
+                                              std::chrono::nanoseconds* age) {
+    return std::nullopt;
+  }
 
   // ---- path level (absolute paths from the file system root) --------------
   Result<Attr> resolve(std::string_view path, const Caller& c);
