@@ -89,6 +89,21 @@ std::string describe(const std::vector<std::pair<uint32_t, std::string>>& member
   return s;
 }
 
+// Waits until every chain is healthy (no member offline or syncing); a
+// wait for convergence, not a timed assertion: the bound only keeps a
+// resync that never ends from hanging the test.
+void wait_settled(const LocalCluster& cluster) {
+  const std::string settled = "\"degraded\":0,\"resyncing\":0,\"rebuilding\":0,\"unavailable\":0}";
+  std::string out;
+  const auto give_up = std::chrono::steady_clock::now() + 120s;
+  for (;;) {
+    ASSERT_EQ(run_surgectl(cluster, "--json status", &out), 0) << out;
+    if (out.find(settled) != std::string::npos) return;
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the chains never settled: " << out;
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
 TEST(ChainPause, PausedDataServersLoseNoAcknowledgedByte) {
   ClusterConfig cfg;
   cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
@@ -171,17 +186,9 @@ TEST(ChainPause, PausedDataServersLoseNoAcknowledgedByte) {
   churning = false;
   for (auto& t : ts) t.join();
 
-  // A wait for convergence, not a timed assertion: the bound only keeps a
-  // resync that never ends from hanging the test.
-  const std::string settled = "\"degraded\":0,\"resyncing\":0,\"rebuilding\":0,\"unavailable\":0}";
+  wait_settled(*cluster);
+  if (HasFatalFailure()) return;
   std::string out;
-  const auto give_up = std::chrono::steady_clock::now() + 120s;
-  for (;;) {
-    ASSERT_EQ(run_surgectl(*cluster, "--json status", &out), 0) << out;
-    if (out.find(settled) != std::string::npos) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the chains never settled: " << out;
-    std::this_thread::sleep_for(200ms);
-  }
 
   for (const auto& e : errors) ADD_FAILURE() << "writer error: " << e;
   EXPECT_GE(acked.size(), static_cast<size_t>(kWriters));
@@ -317,6 +324,8 @@ TEST(ChainPause, SyncingMemberDoesNotOutliveItsSource) {
   });
   if (HasFatalFailure()) return;
   read_all("once both serve");
+  wait_settled(*cluster);  // the other chains too, before the scrub
+  if (HasFatalFailure()) return;
   std::string out;
   EXPECT_EQ(run_surgectl(*cluster, "scrub", &out), 0) << out;
   EXPECT_NE(out.find(" 0 replicas differ, 0 chains not compared"), std::string::npos) << out;
