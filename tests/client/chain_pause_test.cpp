@@ -4,10 +4,12 @@
 // SIGCONTed it comes back with the work it held when it stopped (requests
 // in its sockets, forwards half done) and is resynced while that work
 // runs. Here every data server in turn is paused and resumed, several
-// times, while writers write and fsync replicated files (replicas 2 and
-// 3); then, once every chain is healthy again, every file acknowledged
-// whole reads back as written and `surgectl scrub` finds every replica of
-// every chunk identical. No writer sees an error: a replica always lives.
+// times (sometimes the next one paused as the last resumes), while writers
+// write and fsync replicated files (replicas 2 and 3); then, once every
+// chain is healthy again, every file acknowledged whole reads back as
+// written and `surgectl scrub` finds every replica of every chunk
+// identical. No writer sees an error: a replica always comes back within
+// the io timeout.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -173,16 +175,29 @@ TEST(ChainPause, PausedDataServersLoseNoAcknowledgedByte) {
     });
   }
 
-  // Each data server in turn: paused past the target timeout (the MDS marks
-  // it down and its chains move), resumed (it returns and is resynced while
-  // its held work runs), then a little time to settle.
+  // One data server paused at a time, each past the target timeout (the
+  // MDS marks it down and its chains move), then resumed (it returns and
+  // is resynced while its held work runs) and the next one paused: after a
+  // pause with a little time to settle, or at once (a handover: the one
+  // that returns finds the source of its resync gone, in the chains they
+  // share).
+  int paused = 0;
+  ASSERT_TRUE(stop_process(cluster->ods_pid(paused)));
   for (int k = 0; k < kCycles; ++k) {
-    const int victim = k % 3;
-    ASSERT_TRUE(stop_process(cluster->ods_pid(victim))) << "data server " << victim;
     std::this_thread::sleep_for(3500ms + 500ms * (k % 3));
-    ASSERT_EQ(kill(cluster->ods_pid(victim), SIGCONT), 0) << "data server " << victim;
-    std::this_thread::sleep_for(1000ms + 700ms * (k % 2));
+    const int next = (paused + 1) % 3;
+    if (k % 2 == 1) {
+      ASSERT_TRUE(stop_process(cluster->ods_pid(next))) << "data server " << next;
+      ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+    } else {
+      ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+      std::this_thread::sleep_for(1000ms + 700ms * (k % 4 == 0));
+      ASSERT_TRUE(stop_process(cluster->ods_pid(next))) << "data server " << next;
+    }
+    paused = next;
   }
+  std::this_thread::sleep_for(4000ms);
+  ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
   churning = false;
   for (auto& t : ts) t.join();
 
