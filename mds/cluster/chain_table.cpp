@@ -371,6 +371,23 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
     sync_[cid].erase(m.target_id());
     changed = true;
   }
+  // A SYNCING member holds only part of the chain's data, and only a
+  // SERVING member can bring it the rest. With none left it must not stay
+  // in the write chain: it would become the head and take writes alone,
+  // and its returning source would then drop those as resends (their
+  // versions are below its own) and never resync it. It waits OFFLINE
+  // like the others until the last member to serve is back.
+  if (!ec && count_state(c, pb::MEMBER_SERVING) == 0) {
+    for (auto& m : *c.mutable_members()) {
+      if (m.state() != pb::MEMBER_SYNCING) continue;
+      SLOG_WARN("chain {}: target {} was syncing but no member serves: syncing -> offline", cid,
+                m.target_id());
+      m.set_state(pb::MEMBER_OFFLINE);
+      m.set_since_ms(now_ms);
+      sync_[cid].erase(m.target_id());
+      changed = true;
+    }
+  }
   if (!ec) {
     for (int i = c.moves_size() - 1; i >= 0; --i) {
       const uint32_t to = c.moves(i).to_target_id();

@@ -289,6 +289,28 @@ TEST_F(ChainTableTest, OnlyTheLastMemberToServeComesBackServing) {
   EXPECT_EQ(members(chain(cid)), (std::vector<uint32_t>{2, 1}));
 }
 
+// The resync source dies while its successor syncs (issue 18): the
+// syncing member holds only part of the data and nobody can send it the
+// rest, so it leaves the write chain too, instead of staying SYNCING as
+// the chain's only write member (its head, taking writes alone); when the
+// source returns it serves and the other resyncs from it.
+TEST_F(ChainTableTest, SyncingMemberGoesOfflineWithTheLastServingOne) {
+  ASSERT_TRUE(*table_->form(replicas(2), {1, 2}, kNow));
+  const uint32_t cid = with(1).front();
+  ASSERT_TRUE(table_->reconcile(views({1, 2}, {1}), kNow));      // 1 dies, 2 serves alone
+  ASSERT_TRUE(table_->reconcile(views({1, 2}), kNow + 1));       // 1 returns: syncing
+  ASSERT_EQ(state_of(chain(cid), 1), pb::MEMBER_SYNCING);
+  ASSERT_TRUE(table_->reconcile(views({1, 2}, {2}), kNow + 2));  // its source dies
+  EXPECT_EQ(state_of(chain(cid), 2), pb::MEMBER_OFFLINE);
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_OFFLINE) << "no write member without a server";
+  EXPECT_EQ(chain(cid).last_serving_target(), 2u);
+  EXPECT_EQ(table_->shipped(chain(cid)).health(), pb::CHAIN_UNAVAILABLE);
+  ASSERT_TRUE(table_->reconcile(views({1, 2}), kNow + 3));  // 2 returns
+  EXPECT_EQ(state_of(chain(cid), 2), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), 1), pb::MEMBER_SYNCING);
+  EXPECT_EQ(members(chain(cid)), (std::vector<uint32_t>{2, 1})) << "the syncing member at the tail";
+}
+
 TEST_F(ChainTableTest, AbsentTargetIsReplacedSpreadOverTheOthers) {
   opts_.replace_after_ms = 60000;
   table_.reset();

@@ -1,0 +1,350 @@
+// Chains that move with no server lost (issue 18, "nothing acknowledged is
+// ever lost"): a data server SIGSTOPped for longer than the MDS's target
+// timeout is marked down, its chains move on without it, and when it is
+// SIGCONTed it comes back with the work it held when it stopped (requests
+// in its sockets, forwards half done) and is resynced while that work
+// runs. Here every data server in turn is paused and resumed, several
+// times (sometimes the next one paused as the last resumes), while writers
+// write and fsync replicated files (replicas 2 and 3); then, once every
+// chain is healthy again, every file acknowledged whole reads back as
+// written and `surgectl scrub` finds every replica of every chunk
+// identical. No writer sees an error: a replica always comes back within
+// the io timeout.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/client/chain_state.h"
+#include "tests/client/local_cluster.h"
+
+namespace surge::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kBlock = 1 << 20;
+constexpr size_t kFileBytes = 6 * kBlock;
+constexpr int kWriters = 12;
+// Longer than a pause plus the MDS's 3 s target timeout and a resync: the
+// client must ride out every chain change without an error.
+constexpr int kIoTimeoutMs = 30000;
+constexpr int kCycles = 10;
+
+std::string data_of(int writer, int file) {
+  return random_bytes(kFileBytes, 9000 + static_cast<uint64_t>(writer) * 1000 +
+                                      static_cast<uint64_t>(file));
+}
+
+// The members of the chain of slot 0 of path, head first, as `surgectl
+// getstripe` prints them ("  slot 0: chain C version V health: T1 serving,
+// T2 syncing"): target id and state; empty (and a failure added) if it
+// cannot be read.
+std::vector<std::pair<uint32_t, std::string>> chain_of(const LocalCluster& cluster,
+                                                       const std::string& path) {
+  std::string out;
+  if (run_surgectl(cluster, "getstripe " + path, &out) != 0) {
+    ADD_FAILURE() << "getstripe " << path << ": " << out;
+    return {};
+  }
+  const size_t slot = out.find("slot 0: chain ");
+  const size_t colon = slot == std::string::npos ? slot : out.find(": ", slot + 7);
+  if (colon == std::string::npos) {
+    ADD_FAILURE() << "getstripe " << path << " names no chain: " << out;
+    return {};
+  }
+  std::vector<std::pair<uint32_t, std::string>> members;
+  const size_t eol = out.find('\n', colon);
+  for (size_t at = colon + 2; at < eol;) {
+    char* end = nullptr;
+    const auto id = static_cast<uint32_t>(std::strtoul(out.c_str() + at, &end, 10));
+    size_t next = out.find(", ", at);
+    if (next == std::string::npos || next > eol) next = eol;
+    const size_t st = static_cast<size_t>(end - out.c_str()) + 1;
+    members.emplace_back(id, st < next ? out.substr(st, next - st) : "");
+    at = next + 2;
+  }
+  return members;
+}
+
+// The LocalCluster index of the data server registered as target id.
+int ods_of(const LocalCluster& cluster, uint32_t id) {
+  for (int i = 0; i < 3; ++i) {
+    if (target_id_of(cluster, i) == id) return i;
+  }
+  ADD_FAILURE() << "no data server is target " << id;
+  return -1;
+}
+
+std::string describe(const std::vector<std::pair<uint32_t, std::string>>& members) {
+  std::string s;
+  for (const auto& [id, st] : members) s += (s.empty() ? "" : ", ") + std::to_string(id) + " " + st;
+  return s;
+}
+
+// Waits until every chain is healthy (no member offline or syncing); a
+// wait for convergence, not a timed assertion: the bound only keeps a
+// resync that never ends from hanging the test.
+void wait_settled(const LocalCluster& cluster) {
+  const std::string settled = "\"degraded\":0,\"resyncing\":0,\"rebuilding\":0,\"unavailable\":0}";
+  std::string out;
+  const auto give_up = std::chrono::steady_clock::now() + 120s;
+  for (;;) {
+    ASSERT_EQ(run_surgectl(cluster, "--json status", &out), 0) << out;
+    if (out.find(settled) != std::string::npos) return;
+    ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "the chains never settled: " << out;
+    std::this_thread::sleep_for(200ms);
+  }
+}
+
+TEST(ChainPause, PausedDataServersLoseNoAcknowledgedByte) {
+  ClusterConfig cfg;
+  cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
+  cfg.ods_worker_threads = 2;
+  auto c = LocalCluster::Start(cfg);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto& cluster = *c;
+  ASSERT_EQ(make_replicated_dir(*cluster, "/r3", 3, 3, kIoTimeoutMs), "");
+  ASSERT_EQ(make_replicated_dir(*cluster, "/r2", 2, 3, kIoTimeoutMs), "");
+
+  // Writers: files one after another (1 MiB pwrites, an fsync half way and
+  // at the end, close) until the pauses are over.
+  std::atomic<bool> churning{true};
+  std::mutex mu;
+  std::vector<std::string> errors;
+  std::map<std::string, std::string> acked;  // path -> bytes, every call succeeded
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kWriters; ++i) {
+    ts.emplace_back([&, i] {
+      auto cl = cluster->connect(kIoTimeoutMs);
+      if (!cl.ok()) {
+        std::lock_guard lk(mu);
+        errors.push_back("connect: " + cl.status().ToString());
+        return;
+      }
+      for (int n = 0; churning.load() || n == 0; ++n) {
+        const std::string path =
+            std::string(i % 2 ? "/r2" : "/r3") + "/w" + std::to_string(i) + "." + std::to_string(n);
+        const std::string data = data_of(i, n);
+        auto fail = [&](const std::string& what, const Status& st) {
+          std::lock_guard lk(mu);
+          errors.push_back(path + " " + what + ": " + st.ToString());
+        };
+        auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+        if (!f.ok()) return fail("open", f.status());
+        bool ok = true;
+        for (size_t off = 0; ok && off < data.size(); off += kBlock) {
+          auto w = (*cl)->pwrite(**f, data.data() + off, kBlock, off);
+          if (!w.ok()) {
+            fail("pwrite at " + std::to_string(off), w.status());
+            ok = false;
+          } else if (off == data.size() / 2) {
+            Status st = (*cl)->fsync(**f, false);
+            if (!st.ok()) {
+              fail("fsync", st);
+              ok = false;
+            }
+          }
+        }
+        if (ok) {
+          Status st = (*cl)->fsync(**f, false);
+          if (!st.ok()) {
+            fail("fsync", st);
+            ok = false;
+          }
+        }
+        Status st = (*cl)->close(*f);
+        if (ok && !st.ok()) {
+          fail("close", st);
+          ok = false;
+        }
+        if (ok) {
+          std::lock_guard lk(mu);
+          acked[path] = data;
+        }
+      }
+    });
+  }
+
+  // One data server paused at a time, each past the target timeout (the
+  // MDS marks it down and its chains move), then resumed (it returns and
+  // is resynced while its held work runs) and the next one paused: after a
+  // pause with a little time to settle, or at once (a handover: the one
+  // that returns finds the source of its resync gone, in the chains they
+  // share).
+  int paused = 0;
+  ASSERT_TRUE(stop_process(cluster->ods_pid(paused)));
+  for (int k = 0; k < kCycles; ++k) {
+    std::this_thread::sleep_for(3500ms + 500ms * (k % 3));
+    const int next = (paused + 1) % 3;
+    if (k % 2 == 1) {
+      ASSERT_TRUE(stop_process(cluster->ods_pid(next))) << "data server " << next;
+      ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+    } else {
+      ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+      std::this_thread::sleep_for(1000ms + 700ms * (k % 4 == 0));
+      ASSERT_TRUE(stop_process(cluster->ods_pid(next))) << "data server " << next;
+    }
+    paused = next;
+  }
+  std::this_thread::sleep_for(4000ms);
+  ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+  churning = false;
+  for (auto& t : ts) t.join();
+
+  wait_settled(*cluster);
+  if (HasFatalFailure()) return;
+  std::string out;
+
+  for (const auto& e : errors) ADD_FAILURE() << "writer error: " << e;
+  EXPECT_GE(acked.size(), static_cast<size_t>(kWriters));
+
+  auto cl = cluster->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  for (const auto& [path, data] : acked) {
+    auto f = (*cl)->open(path, O_RDONLY);
+    ASSERT_TRUE(f.ok()) << path << ": " << f.status().ToString();
+    std::string got(kFileBytes + 1, '\0');
+    size_t done = 0;
+    while (done < got.size()) {
+      auto n = (*cl)->pread(**f, got.data() + done, got.size() - done, done);
+      ASSERT_TRUE(n.ok()) << path << " at " << done << ": " << n.status().ToString();
+      if (*n == 0) break;
+      done += *n;
+    }
+    got.resize(done);
+    size_t first = 0;
+    while (first < std::min(got.size(), data.size()) && got[first] == data[first]) ++first;
+    EXPECT_TRUE(got == data) << path << ": " << done << " bytes read back, not the "
+                             << data.size() << " written; first difference at byte " << first;
+    (void)(*cl)->close(*f);
+  }
+
+  EXPECT_EQ(run_surgectl(*cluster, "scrub", &out), 0) << out;
+  EXPECT_NE(out.find(" 0 replicas differ, 0 chains not compared"), std::string::npos) << out;
+  std::printf("%zu files acknowledged and checked, %zu writer errors\n", acked.size(),
+              errors.size());
+}
+
+// The member a chain was resyncing and its resync source go away together:
+// replicas 2, one chain for the file. The tail is paused (the chain goes
+// on with the head alone) and the file grows; then the head is paused and
+// the tail resumed, so the tail comes back SYNCING from a source that
+// cannot send, and the head is marked down. A SYNCING member must not be
+// left alone in the write chain then (it lacks what the head took alone):
+// it waits OFFLINE, the head comes back serving, the tail resyncs from it,
+// and every byte written, before and after, reads back.
+TEST(ChainPause, SyncingMemberDoesNotOutliveItsSource) {
+  ClusterConfig cfg;
+  cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
+  auto c = LocalCluster::Start(cfg);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto& cluster = *c;
+  ASSERT_EQ(make_replicated_dir(*cluster, "/d", 2, 1, kIoTimeoutMs), "");
+  auto cl = cluster->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  const std::string data = random_bytes(12 * kBlock, 77);
+  auto f = (*cl)->open("/d/f", O_RDWR | O_CREAT | O_EXCL, 0644);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto write_range = [&](size_t from, size_t to) {
+    for (size_t off = from; off < to; off += kBlock) {
+      auto w = (*cl)->pwrite(**f, data.data() + off, kBlock, off);
+      ASSERT_TRUE(w.ok()) << "/d/f at " << off << ": " << w.status().ToString();
+    }
+    Status st = (*cl)->fsync(**f, false);
+    ASSERT_TRUE(st.ok()) << "/d/f: " << st.ToString();
+  };
+  write_range(0, 4 * kBlock);
+  auto members = chain_of(*cluster, "/d/f");
+  ASSERT_EQ(members.size(), 2u) << describe(members);
+  const int head = ods_of(*cluster, members[0].first);
+  const int tail = ods_of(*cluster, members[1].first);
+  ASSERT_GE(head, 0);
+  ASSERT_GE(tail, 0);
+  // Waits (bounded only so a chain that never gets there fails, not hangs)
+  // until the chain's members are in the states `want` accepts.
+  auto wait_chain = [&](const std::string& what, auto want) {
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    for (;;) {
+      members = chain_of(*cluster, "/d/f");
+      if (want(members)) return;
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up)
+          << what << " never happened: " << describe(members);
+      std::this_thread::sleep_for(100ms);
+    }
+  };
+  auto state_of = [&](const std::vector<std::pair<uint32_t, std::string>>& m, int ods) {
+    const uint32_t id = target_id_of(*cluster, ods);
+    for (const auto& [t, st] : m) {
+      if (t == id) return st;
+    }
+    return std::string("absent");
+  };
+
+  // The tail away: the head serves alone, and takes 4 MiB more alone.
+  ASSERT_TRUE(stop_process(cluster->ods_pid(tail)));
+  wait_chain("the paused tail going offline",
+             [&](const auto& m) { return state_of(m, tail) == "offline"; });
+  if (HasFatalFailure()) return;
+  write_range(4 * kBlock, 8 * kBlock);
+
+  // The head away, the tail back: it comes back as the head, its source,
+  // is marked down.
+  ASSERT_TRUE(stop_process(cluster->ods_pid(head)));
+  ASSERT_EQ(kill(cluster->ods_pid(tail), SIGCONT), 0);
+  wait_chain("the paused head going offline",
+             [&](const auto& m) { return state_of(m, head) == "offline"; });
+  if (HasFatalFailure()) return;
+  std::printf("head paused, tail resumed: %s\n", describe(members).c_str());
+  EXPECT_NE(state_of(members, tail), "serving") << describe(members);
+
+  // The head back: it serves; the file grows again, and all of it reads
+  // back, before and after the chains settle.
+  ASSERT_EQ(kill(cluster->ods_pid(head), SIGCONT), 0);
+  wait_chain("the head serving again",
+             [&](const auto& m) { return state_of(m, head) == "serving"; });
+  if (HasFatalFailure()) return;
+  write_range(8 * kBlock, 12 * kBlock);
+  ASSERT_TRUE((*cl)->close(*f).ok());
+  auto read_all = [&](const std::string& when) {
+    auto r = (*cl)->open("/d/f", O_RDONLY);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::string got(data.size() + 1, '\0');
+    size_t done = 0;
+    while (done < got.size()) {
+      auto n = (*cl)->pread(**r, got.data() + done, got.size() - done, done);
+      ASSERT_TRUE(n.ok()) << "/d/f at " << done << ": " << n.status().ToString();
+      if (*n == 0) break;
+      done += *n;
+    }
+    got.resize(done);
+    size_t first = 0;
+    while (first < std::min(got.size(), data.size()) && got[first] == data[first]) ++first;
+    EXPECT_TRUE(got == data) << when << ": /d/f: " << done << " bytes read back, not the "
+                             << data.size() << " written; first difference at byte " << first;
+    (void)(*cl)->close(*r);
+  };
+  read_all("with the head back");
+  wait_chain("both members serving", [&](const auto& m) {
+    return state_of(m, head) == "serving" && state_of(m, tail) == "serving";
+  });
+  if (HasFatalFailure()) return;
+  read_all("once both serve");
+  wait_settled(*cluster);  // the other chains too, before the scrub
+  if (HasFatalFailure()) return;
+  std::string out;
+  EXPECT_EQ(run_surgectl(*cluster, "scrub", &out), 0) << out;
+  EXPECT_NE(out.find(" 0 replicas differ, 0 chains not compared"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace surge::test
