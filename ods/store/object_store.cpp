@@ -297,16 +297,32 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
   bool created = false;
   int fd = ::open(dpath.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT && create) {
-    std::string parent = dir.substr(0, dir.rfind('/'));
-    bool parent_created = false, dir_created = false;
-    SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
-    SURGE_RETURN_IF_ERROR(make_dir(dir, &dir_created));
-    if (parent_created || dir_created) {
-      std::lock_guard lk(dirty_mu_);
-      if (parent_created) unsynced_dirs_.insert(parent);
-      if (dir_created) unsynced_dirs_.insert(dir);
-    }
+    // Create in the fan-out directory first: it exists for all but the
+    // first object that hashes to it, so most creations make no mkdir at
+    // all (they used to try both levels every time). Only a missing
+    // directory costs its mkdir, and the parent's only when that is
+    // missing too.
     fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+      std::string parent = dir.substr(0, dir.rfind('/'));
+      bool parent_created = false, dir_created = false;
+      fanout_mkdirs_.fetch_add(1, std::memory_order_relaxed);
+      if (::mkdir(dir.c_str(), 0755) == 0) {
+        dir_created = true;
+      } else if (errno == ENOENT) {
+        fanout_mkdirs_.fetch_add(2, std::memory_order_relaxed);
+        SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
+        SURGE_RETURN_IF_ERROR(make_dir(dir, &dir_created));
+      } else if (errno != EEXIST) {  // EEXIST: another creator made it since our open
+        return errno_status(errno, "mkdir " + dir + " for object " + std::to_string(id));
+      }
+      if (parent_created || dir_created) {
+        std::lock_guard lk(dirty_mu_);
+        if (parent_created) unsynced_dirs_.insert(parent);
+        if (dir_created) unsynced_dirs_.insert(dir);
+      }
+      fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (fd >= 0) {
       created = true;
     } else if (errno == EEXIST) {
@@ -516,9 +532,15 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
                             : crc32c_segments(data, ns - offset, kBlockSize);
     } else {
       // Partial block: merge with what it holds, after checking that (a
-      // corrupt block must not get a fresh CRC over its bad bytes).
-      std::array<std::byte, kBlockSize> old;
-      SURGE_RETURN_IF_ERROR(read_block(*obj, b, old.data()));
+      // corrupt block must not get a fresh CRC over its bad bytes). A block
+      // wholly past the old end holds zeros by definition (its CRC covers
+      // them as zeros), so it is not read: a small write to a fresh object,
+      // or an append that starts a block, costs no read of data or sidecar.
+      std::array<std::byte, kBlockSize> old{};
+      if (bs < old_size) {
+        SURGE_RETURN_IF_ERROR(read_block(*obj, b, old.data()));
+        blocks_read_back_.fetch_add(1, std::memory_order_relaxed);
+      }
       crc = surge::crc32c(old.data(), ns - bs);
       crc = crc32c_segments(data, ns - offset, ne - ns, crc);
       crc = surge::crc32c(old.data() + (ne - bs), be - ne, crc);

@@ -136,6 +136,11 @@ class ObjectStore {
   std::string data_path(uint64_t id) const;
   std::string crc_path(uint64_t id) const;
   size_t open_objects() const;
+  // What fresh objects cost the store (tests assert on them): mkdir calls
+  // made for fan-out directories, and blocks read back to merge a partial
+  // write with what the block held.
+  uint64_t fanout_mkdirs() const { return fanout_mkdirs_.load(std::memory_order_relaxed); }
+  uint64_t blocks_read_back() const { return blocks_read_back_.load(std::memory_order_relaxed); }
 
  private:
   explicit ObjectStore(ObjectStoreOptions options);
@@ -189,6 +194,8 @@ class ObjectStore {
   int dirty_log_fd_ = -1;
 
   std::atomic<uint64_t> objects_{0};
+  std::atomic<uint64_t> fanout_mkdirs_{0};
+  std::atomic<uint64_t> blocks_read_back_{0};
 };
 
 }  // namespace surge::ods
