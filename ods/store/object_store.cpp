@@ -49,6 +49,10 @@ uint64_t mix(uint64_t x) {
   return x;
 }
 
+// Which of the 65536 fan-out directories holds the object: the low byte
+// names the first level, the next byte the second.
+uint32_t fanout_index(uint64_t id) { return static_cast<uint32_t>(mix(id) & 0xffff); }
+
 std::string fanout_dir(const std::string& root, uint64_t id) {
   uint64_t h = mix(id);
   char buf[8];
@@ -296,17 +300,43 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
   std::string cpath = crc_path(id);
   bool created = false;
   int fd = ::open(dpath.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) note_dir(leaf_dirs_, fanout_index(id));
   if (fd < 0 && errno == ENOENT && create) {
-    std::string parent = dir.substr(0, dir.rfind('/'));
-    bool parent_created = false, dir_created = false;
-    SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
-    SURGE_RETURN_IF_ERROR(make_dir(dir, &dir_created));
-    if (parent_created || dir_created) {
-      std::lock_guard lk(dirty_mu_);
-      if (parent_created) unsynced_dirs_.insert(parent);
-      if (dir_created) unsynced_dirs_.insert(dir);
+    // A fan-out directory this process knows exists (made or used by it)
+    // needs no mkdir: the object is created in it at once. Until then
+    // (a young store meets a new one with most objects) both levels are
+    // made as needed; the first level only while it is not known either.
+    const uint32_t leaf = fanout_index(id), mid = leaf & 0xff;
+    if (known_dir(leaf_dirs_, leaf)) {
+      fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0 && errno == ENOENT) forget_dir(leaf_dirs_, leaf);  // removed behind our back
     }
-    fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+      std::string parent = dir.substr(0, dir.rfind('/'));
+      bool parent_created = false, dir_created = false;
+      if (!known_dir(mid_dirs_, mid)) {
+        fanout_mkdirs_.fetch_add(1, std::memory_order_relaxed);
+        SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
+        note_dir(mid_dirs_, mid);
+      }
+      fanout_mkdirs_.fetch_add(1, std::memory_order_relaxed);
+      if (::mkdir(dir.c_str(), 0755) == 0) {
+        dir_created = true;
+      } else if (errno == ENOENT) {  // the first level was removed behind our back
+        fanout_mkdirs_.fetch_add(2, std::memory_order_relaxed);
+        SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
+        SURGE_RETURN_IF_ERROR(make_dir(dir, &dir_created));
+      } else if (errno != EEXIST) {
+        return errno_status(errno, "mkdir " + dir + " for object " + std::to_string(id));
+      }
+      if (parent_created || dir_created) {
+        std::lock_guard lk(dirty_mu_);
+        if (parent_created) unsynced_dirs_.insert(parent);
+        if (dir_created) unsynced_dirs_.insert(dir);
+      }
+      note_dir(leaf_dirs_, leaf);
+      fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (fd >= 0) {
       created = true;
     } else if (errno == EEXIST) {
@@ -326,9 +356,11 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
       return errno_status(errno, "open O_DIRECT object " + std::to_string(id) + " " + dpath);
     }
   }
-  struct stat sb {};
-  if (::fstat(fd, &sb) != 0) return errno_status(errno, "fstat " + dpath);
-  obj->size = static_cast<uint64_t>(sb.st_size);
+  if (!created) {  // a file this call created is empty: no fstat needed
+    struct stat sb {};
+    if (::fstat(fd, &sb) != 0) return errno_status(errno, "fstat " + dpath);
+    obj->size = static_cast<uint64_t>(sb.st_size);
+  }
   if (created) {
     objects_.fetch_add(1);
     std::lock_guard lk(dirty_mu_);
@@ -516,9 +548,15 @@ Result<uint64_t> ObjectStore::write(uint64_t id, uint64_t offset, std::span<cons
                             : crc32c_segments(data, ns - offset, kBlockSize);
     } else {
       // Partial block: merge with what it holds, after checking that (a
-      // corrupt block must not get a fresh CRC over its bad bytes).
-      std::array<std::byte, kBlockSize> old;
-      SURGE_RETURN_IF_ERROR(read_block(*obj, b, old.data()));
+      // corrupt block must not get a fresh CRC over its bad bytes). A block
+      // wholly past the old end holds zeros by definition (its CRC covers
+      // them as zeros), so it is not read: a small write to a fresh object,
+      // or an append that starts a block, costs no read of data or sidecar.
+      std::array<std::byte, kBlockSize> old{};
+      if (bs < old_size) {
+        SURGE_RETURN_IF_ERROR(read_block(*obj, b, old.data()));
+        blocks_read_back_.fetch_add(1, std::memory_order_relaxed);
+      }
       crc = surge::crc32c(old.data(), ns - bs);
       crc = crc32c_segments(data, ns - offset, ne - ns, crc);
       crc = surge::crc32c(old.data() + (ne - bs), be - ne, crc);

@@ -25,6 +25,7 @@
 
 #include <sys/uio.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -136,6 +137,11 @@ class ObjectStore {
   std::string data_path(uint64_t id) const;
   std::string crc_path(uint64_t id) const;
   size_t open_objects() const;
+  // What fresh objects cost the store (tests assert on them): mkdir calls
+  // made for fan-out directories, and blocks read back to merge a partial
+  // write with what the block held.
+  uint64_t fanout_mkdirs() const { return fanout_mkdirs_.load(std::memory_order_relaxed); }
+  uint64_t blocks_read_back() const { return blocks_read_back_.load(std::memory_order_relaxed); }
 
  private:
   explicit ObjectStore(ObjectStoreOptions options);
@@ -189,6 +195,25 @@ class ObjectStore {
   int dirty_log_fd_ = -1;
 
   std::atomic<uint64_t> objects_{0};
+  // Fan-out directories known to exist (one bit each; set once made or
+  // found, cleared if one is found missing): a new object in a known one
+  // makes no mkdir.
+  template <size_t N>
+  static bool known_dir(const std::array<std::atomic<uint64_t>, N>& bits, uint32_t i) {
+    return (bits[i / 64].load(std::memory_order_relaxed) >> (i % 64)) & 1;
+  }
+  template <size_t N>
+  static void note_dir(std::array<std::atomic<uint64_t>, N>& bits, uint32_t i) {
+    bits[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_relaxed);
+  }
+  template <size_t N>
+  static void forget_dir(std::array<std::atomic<uint64_t>, N>& bits, uint32_t i) {
+    bits[i / 64].fetch_and(~(uint64_t{1} << (i % 64)), std::memory_order_relaxed);
+  }
+  std::array<std::atomic<uint64_t>, kFanoutDirs / 64> leaf_dirs_{};
+  std::array<std::atomic<uint64_t>, 256 / 64> mid_dirs_{};
+  std::atomic<uint64_t> fanout_mkdirs_{0};
+  std::atomic<uint64_t> blocks_read_back_{0};
 };
 
 }  // namespace surge::ods

@@ -3,6 +3,12 @@
 # 3 data servers with their object stores on tmpfs, so the software and not
 # this machine's disk is measured), then
 #   * iperf3 over loopback, 1 and 2 streams: the network ceiling;
+#   * the headline, as IOR and cp write: fresh files (a new file per job,
+#     nothing laid out), libsurge (surge-bench --api native, which removes
+#     its files after each run) and fio through the mount (its files
+#     removed first), next to their ceiling in the same run: dd of as many
+#     fresh files onto the tmpfs the data servers use (issue 14: mount >=
+#     0.8 of libsurge, libsurge >= 0.7 of dd);
 #   * libsurge directly (surge-bench --api native), sequential 1 MiB writes
 #     then reads, 1 and 2 jobs (file per job);
 #   * fio through the FUSE mount, the same pattern, reads after a remount
@@ -12,7 +18,7 @@
 # figure is the best of REPEAT runs (default 3): on a shared machine the
 # other load only ever makes a run slower.
 #
-# Writes go over files laid out by an unmeasured pass first (surge-bench
+# The second rows' writes go over files laid out by an unmeasured pass first (surge-bench
 # -k, fio --overwrite=1), so the object stores' tmpfs already holds their
 # pages. On this (virtual) machine a page the kernel has to get anew costs
 # about as much as 1 GiB/2 s, whoever asks for it: writing fresh files
@@ -75,6 +81,26 @@ native() {  # jobs [surge-bench flags]
   "$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o /native -t 1m \
     -b "$per" -n "$jobs" -F --no-progress --json "$@"
 }
+# -- fresh files: libsurge, and dd's ceiling on the data servers' tmpfs --------
+mibs_of() {  # phase < surge-bench --json
+  sed -n 's/.*"phase":"'"$1"'"[^}]*"mib_per_s":\([0-9.]*\).*/\1/p'
+}
+dd_fresh_mibs() {  # jobs: that many fresh files at once, total bytes in all
+  local per=$((total / $1 / 1048576)) s e
+  s=$(date +%s.%N)
+  for i in $(seq 1 "$1"); do dd if=/dev/zero of="$DIR/tmpfs/dd.$i" bs=1M count="$per" 2>/dev/null & done
+  wait
+  e=$(date +%s.%N)
+  rm -f "$DIR"/tmpfs/dd.*
+  awk -v b="$total" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", b / 1048576 / (e - s) }'
+}
+for _ in $(seq 1 "$REPEAT"); do
+  for j in 1 2; do
+    keep_best nwf,$j "$(native $j -w | mibs_of write)"
+    keep_best ddf,$j "$(dd_fresh_mibs $j)"
+  done
+done
+
 keep=()
 if [ "$LAYOUT" = 1 ]; then
   keep=(-k)
@@ -100,13 +126,16 @@ fio_mibs() {  # rw jobs [fio flags] -> MiB/s
   shift 2
   [ "$rw" = write ] && field=48 || field=7
   local lay=()
-  [ "$rw" = write ] && [ "$LAYOUT" = 1 ] && lay=(--overwrite=1)  # laid out before the clock starts
+  [ "$rw" = write ] && [ "$LAYOUT" = 1 ] && [ -z "${FRESH:-}" ] && lay=(--overwrite=1)  # laid out before the clock starts
   fio --name=seq --directory="$MNT" --rw="$rw" --bs=1m --size="$per" --numjobs="$jobs" "${lay[@]}" "$@" \
     --ioengine=psync --end_fsync=1 --group_reporting --output-format=terse --terse-version=3 |
     awk -F';' -v f=$field '{ printf "%.0f", $f / 1024 }'
 }
 for _ in $(seq 1 "$REPEAT"); do
   for j in 1 2; do
+    rm -f "$MNT"/seq.*
+    keep_best mwf,$j "$(FRESH=1 fio_mibs write $j)"  # fresh files, the headline
+    rm -f "$MNT"/seq.*
     keep_best mw,$j "$(fio_mibs write $j)"
     # Beside it, the same with O_DIRECT. fio opens O_RDWR, which surge-fuse
     # opens direct too where the kernel can still map such files (Linux
@@ -130,6 +159,11 @@ done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
 printf "%-28s %10s %10s\n" "" "1 job" "2 jobs"
+printf "%-28s %10s %10s\n" "fresh: dd on the tmpfs" "${R[ddf,1]}" "${R[ddf,2]}"
+printf "%-28s %10s %10s\n" "fresh: libsurge write" "${R[nwf,1]}" "${R[nwf,2]}"
+printf "%-28s %10s %10s\n" "fresh: mount fio write" "${R[mwf,1]}" "${R[mwf,2]}"
+printf "%-28s %10s %10s\n" "fresh: libsurge / dd" "$(ratio "${R[nwf,1]}" "${R[ddf,1]}")" "$(ratio "${R[nwf,2]}" "${R[ddf,2]}")"
+printf "%-28s %10s %10s\n" "fresh: mount / libsurge" "$(ratio "${R[mwf,1]}" "${R[nwf,1]}")" "$(ratio "${R[mwf,2]}" "${R[nwf,2]}")"
 printf "%-28s %10s %10s\n" "iperf3 loopback (MiB/s)" "${R[iperf,1]}" "${R[iperf,2]}"
 printf "%-28s %10s %10s\n" "libsurge write (MiB/s)" "${R[nw,1]}" "${R[nw,2]}"
 printf "%-28s %10s %10s\n" "libsurge read (MiB/s)" "${R[nr,1]}" "${R[nr,2]}"
@@ -145,5 +179,6 @@ printf "%-28s %10s %10s\n" "mount read / libsurge" "$(ratio "${R[mr,1]}" "${R[nr
 printf "%-28s %10s %10s\n" "(O_DIRECT write / libsurge)" "$(ratio "${R[md,1]}" "${R[nw,1]}")" "$(ratio "${R[md,2]}" "${R[nw,2]}")"
 printf "%-28s %10s %10s\n" "(O_DIRECT read / libsurge)" "$(ratio "${R[mdr,1]}" "${R[nr,1]}")" "$(ratio "${R[mdr,2]}" "${R[nr,2]}")"
 printf "%-28s %10s %10s\n" "(page-cache read / libsurge)" "$(ratio "${R[mcr,1]}" "${R[nr,1]}")" "$(ratio "${R[mcr,2]}" "${R[nr,2]}")"
-echo "(best of $REPEAT; writes over $([ "$LAYOUT" = 1 ] && echo "laid-out" || echo "fresh") files;" \
-  "targets: libsurge >= 0.70 of iperf3, mount >= 0.60 of libsurge; read-ahead 4096 KiB)"
+echo "(best of $REPEAT; fresh rows: new files; the other writes over $([ "$LAYOUT" = 1 ] && echo "laid-out" || echo "fresh") files;" \
+  "targets: fresh libsurge >= 0.70 of dd, fresh mount >= 0.80 of libsurge;" \
+  "libsurge >= 0.70 of iperf3, mount >= 0.60 of libsurge; read-ahead 4096 KiB)"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -128,6 +129,71 @@ TEST(ObjectStore, UnalignedPartialBlockWritesMatchAModel) {
   }
   EXPECT_EQ(read_bytes(*s, 11, 0, model.size() + 10), model);
   EXPECT_TRUE(s->verify(11).ok());
+}
+
+// A small write to a fresh object (what cp and untar make per file) reads
+// nothing back: its one partial block lies past the old end, so it holds
+// zeros by definition. A partial block that holds data is still read,
+// verified and merged.
+TEST(ObjectStore, PartialBlocksPastTheEndAreNotReadBack) {
+  TempDir dir;
+  auto s = open_store(dir.path());
+  std::vector<std::vector<std::byte>> model(65);
+  for (uint64_t id = 1; id <= 64; ++id) {
+    model[id] = pattern(100, static_cast<uint32_t>(id));
+    ASSERT_TRUE(write_bytes(*s, id, 0, model[id]).ok());
+  }
+  EXPECT_EQ(s->blocks_read_back(), 0u);
+  // Appends that start a new block past the end: nothing to read either.
+  auto far = pattern(10, 200);
+  ASSERT_TRUE(write_bytes(*s, 1, 5000, far).ok());
+  model[1].resize(5010);
+  std::copy(far.begin(), far.end(), model[1].begin() + 5000);
+  EXPECT_EQ(s->blocks_read_back(), 0u);
+  // The block holding the old end (bytes 0..99 of object 2), and a block
+  // inside the data (object 1's first), are read and merged.
+  auto tail = pattern(50, 201);
+  ASSERT_TRUE(write_bytes(*s, 2, 100, tail).ok());
+  model[2].insert(model[2].end(), tail.begin(), tail.end());
+  auto mid = pattern(10, 202);
+  ASSERT_TRUE(write_bytes(*s, 1, 50, mid).ok());
+  std::copy(mid.begin(), mid.end(), model[1].begin() + 50);
+  EXPECT_EQ(s->blocks_read_back(), 2u);
+  for (uint64_t id = 1; id <= 64; ++id) {
+    EXPECT_EQ(read_bytes(*s, id, 0, 8192), model[id]) << "object " << id;
+    EXPECT_TRUE(s->verify(id).ok()) << "object " << id;
+  }
+}
+
+// Creating an object in a fan-out directory the store knows exists makes
+// no mkdir: only the first object of a directory pays for it (a new
+// process learns each directory once). A directory removed behind the
+// store's back is made again.
+TEST(ObjectStore, ObjectsInAKnownFanoutDirectoryMakeNoMkdir) {
+  TempDir dir;
+  {
+    auto s = open_store(dir.path());
+    ASSERT_TRUE(write_bytes(*s, 7, 0, pattern(100, 1)).ok());
+    EXPECT_EQ(s->fanout_mkdirs(), 2u);  // both levels, once
+    ASSERT_TRUE(s->sync({}).ok());
+    ASSERT_TRUE(s->remove(7).ok());
+    ASSERT_TRUE(write_bytes(*s, 7, 0, pattern(100, 2)).ok());
+    EXPECT_EQ(s->fanout_mkdirs(), 2u);
+    ASSERT_TRUE(s->sync({}).ok());
+  }
+  auto s = open_store(dir.path());  // a new process finds the directory on disk
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(s->remove(7).ok());
+    ASSERT_TRUE(write_bytes(*s, 7, 0, pattern(100, 3)).ok());
+  }
+  EXPECT_LE(s->fanout_mkdirs(), 2u);  // the first round's, none after
+  const std::string leaf = s->data_path(7).substr(0, s->data_path(7).rfind('/'));
+  ASSERT_TRUE(s->remove(7).ok());
+  std::filesystem::remove_all(leaf.substr(0, leaf.rfind('/')));
+  auto d = pattern(100, 4);
+  ASSERT_TRUE(write_bytes(*s, 7, 0, d).ok());
+  EXPECT_EQ(read_bytes(*s, 7, 0, 200), d);
+  ASSERT_TRUE(s->sync({}).ok());
 }
 
 TEST(ObjectStore, SidecarHoldsOneCrcPerBlockOfTheData) {

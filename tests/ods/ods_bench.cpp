@@ -14,8 +14,16 @@
 //   BM_UringWrite               the same writes through io_uring, one at a
 //                               time as a worker would issue them: the
 //                               measurement behind pwritev in the store
-// Sizes: 64 KiB and 1 MiB. Run: build-ods/tests/ods/ods_bench
-// (SURGE_BUILD_DIR defaults to the build dir holding this binary).
+//   BM_OdsWriteFresh            one OdsWrite per new object (a fresh small
+//                               file, or the first MiB of a fresh stripe):
+//                               object creation, sidecar, fan-out included
+//   BM_PwriteFresh              its ceiling: open(O_CREAT) + pwrite + close
+//                               of a new file in one directory of the same
+//                               file system
+// Sizes: 64 KiB and 1 MiB (fresh: 4 KiB too). Run:
+// build-ods/tests/ods/ods_bench (SURGE_BUILD_DIR defaults to the build dir
+// holding this binary). SURGE_ODS_BENCH_DIR puts the data server's store and
+// the plain files in that directory (default /tmp), e.g. on a tmpfs.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -39,7 +47,8 @@ using namespace surge::ods::testing;
 constexpr uint64_t kSpan = 256 << 20;  // offsets cycle over 256 MiB: stays in the page cache
 
 struct Env {
-  TempDir dir{"surge-ods-bench"};
+  TempDir dir{"surge-ods-bench",
+              std::getenv("SURGE_ODS_BENCH_DIR") != nullptr ? std::getenv("SURGE_ODS_BENCH_DIR") : "/tmp"};
   std::string key_file;
   DaemonProcess ods;
   std::string address;
@@ -219,6 +228,54 @@ void BM_UringWrite(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
 }
 
+// Fresh objects and files are removed in batches of kFreshBatch with the
+// clock stopped, so a long run does not fill the file system and the
+// removal is not counted.
+constexpr uint64_t kFreshBatch = 256;
+
+void BM_OdsWriteFresh(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(size, 10);
+  (void)env();
+  static uint64_t next_id = 1'000'000;
+  uint64_t first = next_id;
+  for (auto _ : state) {
+    auto r = env().client->write(next_id++, 0, data);
+    if (!r.ok()) state.SkipWithError(r.status().ToString().c_str());
+    if (next_id - first == kFreshBatch) {
+      state.PauseTiming();
+      for (uint64_t id = first; id < next_id; ++id) (void)env().client->remove(id);
+      first = next_id;
+      state.ResumeTiming();
+    }
+  }
+  for (uint64_t id = first; id < next_id; ++id) (void)env().client->remove(id);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
+void BM_PwriteFresh(benchmark::State& state) {
+  const auto size = static_cast<uint64_t>(state.range(0));
+  auto data = pattern(size, 11);
+  const std::string dir = env().dir.path() + "/fresh";
+  std::filesystem::create_directories(dir);
+  static uint64_t next = 0;
+  uint64_t first = next;
+  auto name = [&](uint64_t i) { return dir + "/" + std::to_string(i) + ".dat"; };
+  for (auto _ : state) {
+    int fd = ::open(name(next++).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 || ::pwrite(fd, data.data(), size, 0) != static_cast<ssize_t>(size)) state.SkipWithError("pwrite fresh");
+    if (fd >= 0) ::close(fd);
+    if (next - first == kFreshBatch) {
+      state.PauseTiming();
+      for (uint64_t i = first; i < next; ++i) ::unlink(name(i).c_str());
+      first = next;
+      state.ResumeTiming();
+    }
+  }
+  for (uint64_t i = first; i < next; ++i) ::unlink(name(i).c_str());
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
+}
+
 bool full_io(int fd, void* p, size_t n, bool send) {
   auto* b = static_cast<char*>(p);
   while (n > 0) {
@@ -318,6 +375,8 @@ BENCHMARK(BM_Pread)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_UringWrite)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_SocketPair)->Arg(k64K)->Arg(k1M)->UseRealTime();
 BENCHMARK(BM_SocketStream)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_OdsWriteFresh)->Arg(4 << 10)->Arg(k64K)->Arg(k1M)->UseRealTime();
+BENCHMARK(BM_PwriteFresh)->Arg(4 << 10)->Arg(k64K)->Arg(k1M)->UseRealTime();
 
 }  // namespace
 

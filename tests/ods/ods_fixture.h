@@ -114,6 +114,15 @@ class OdsClient {
     return ch_->call<pb::OdsSync>(q, &a);
   }
 
+  // True when the object existed.
+  Result<bool> remove(uint64_t id) {
+    pb::RemoveRequest q;
+    q.set_object_id(id);
+    pb::RemoveReply a;
+    SURGE_RETURN_IF_ERROR(ch_->call<pb::OdsRemove>(q, &a));
+    return a.existed();
+  }
+
   Result<uint64_t> stat(uint64_t id) {
     pb::StatRequest q;
     q.set_object_id(id);

@@ -1,4 +1,4 @@
-// TempDir: a fresh directory under /tmp for one test, removed with it.
+// TempDir: a fresh directory (under /tmp unless told) for one test, removed with it.
 #pragma once
 
 #include <cstdlib>
@@ -10,8 +10,9 @@ namespace surge::ods::testing {
 
 class TempDir {
  public:
-  explicit TempDir(const std::string& prefix = "surge-ods-test") {
-    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+  // base: the directory to make it in (a benchmark may put it on tmpfs).
+  explicit TempDir(const std::string& prefix = "surge-ods-test", const std::string& base = "/tmp") {
+    std::string tmpl = base + "/" + prefix + "-XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp " + tmpl);
     path_ = tmpl;
   }
