@@ -15,6 +15,9 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core ibverbs-utils
   libssl-dev libisal-dev liburing-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
   nlohmann-json3-dev
+  # the MDS's etcd backend (mds/kv/etcd): the gRPC client and code generator,
+  # and etcd itself for the 3-member test cluster (tests/common/etcd_cluster)
+  libgrpc++-dev protobuf-compiler-grpc etcd-server
   libgtest-dev libgmock-dev libbenchmark-dev
   # test and benchmark tools
   fio iperf3 perftest python3 attr rsync ansible-core psmisc procps util-linux e2fsprogs
@@ -44,3 +47,9 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+# etcd-server's package enables and starts a system etcd on 2379/2380. Surge's
+# tests start their own members on free ports and an operator runs etcd for
+# the MDS deliberately, so a stray default-configured one is stopped.
+if [ -d /run/systemd/system ] && systemctl list-unit-files etcd.service >/dev/null 2>&1; then
+  systemctl disable --now etcd.service || echo "install-deps: could not stop the system etcd" >&2
+fi
