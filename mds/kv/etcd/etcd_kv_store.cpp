@@ -98,9 +98,11 @@ struct EtcdKvStore::Impl {
   Status call(const std::string& what, Call&& fn) {
     const size_t n = members.size();
     const size_t first = current.load(std::memory_order_relaxed);
-    std::string tried;
-    grpc::Status last;
-    std::string last_ep;
+    struct Failure {
+      std::string endpoint;
+      grpc::Status status;
+    };
+    std::vector<Failure> failures;
     for (size_t i = 0; i < n; i++) {
       const size_t idx = (first + i) % n;
       Member& m = members[idx];
@@ -111,15 +113,24 @@ struct EtcdKvStore::Impl {
         if (idx != first) current.store(idx, std::memory_order_relaxed);
         return Status::OK();
       }
-      last = s;
-      last_ep = m.endpoint;
+      failures.push_back({m.endpoint, s});
       if (!try_next_endpoint(s)) break;
-      if (!tried.empty()) tried += ", ";
-      tried += m.endpoint;
     }
-    std::string msg = "etcd at " + last_ep + ": ";
+    // The error to lead with: a member that was reached but could not
+    // commit (no leader, no quorum, deadline) says more than one that
+    // refused the connection.
+    const Failure* lead = &failures.back();
+    for (const auto& f : failures) {
+      if (f.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+          (f.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+           f.status.error_message().find("etcdserver") != std::string::npos)) {
+        lead = &f;
+        break;
+      }
+    }
+    std::string msg = "etcd at " + lead->endpoint + ": ";
     Code code = Code::kIOError;
-    switch (last.error_code()) {
+    switch (lead->status.error_code()) {
       case grpc::StatusCode::UNAVAILABLE:
         msg += "unreachable or no quorum";
         code = Code::kUnavailable;
@@ -136,8 +147,14 @@ struct EtcdKvStore::Impl {
         msg += "request failed";
         break;
     }
-    msg += " (" + std::string(code_name(last.error_code())) + ": " + last.error_message() + ") " + what;
-    if (n > 1 && try_next_endpoint(last)) msg += "; tried " + tried;
+    msg += " (" + std::string(code_name(lead->status.error_code())) + ": " + lead->status.error_message() + ") " + what;
+    if (failures.size() > 1) {
+      msg += "; also tried";
+      for (const auto& f : failures) {
+        if (&f == lead) continue;
+        msg += " " + f.endpoint + " (" + code_name(f.status.error_code()) + ")";
+      }
+    }
     return Status(code, msg);
   }
 };
