@@ -48,6 +48,7 @@ class EtcdKvStore : public KvStore {
   Status commit(const KvBatch& batch, bool durable = true) override;
   Status make_durable() override;
   uint64_t estimate_keys(Space s) override;
+  size_t max_batch_ops() const override { return options().max_txn_ops; }
 
   // Number of keys in a space, or the error that prevented counting.
   Result<uint64_t> count_keys(Space s);
