@@ -15,6 +15,9 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core ibverbs-utils
   libssl-dev libisal-dev liburing-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev
   nlohmann-json3-dev
+  # the MDS's etcd backend (mds/kv/etcd): the gRPC client and code generator,
+  # and etcd itself for the 3-member test cluster (tests/common/etcd_cluster)
+  libgrpc++-dev protobuf-compiler-grpc etcd-server
   libgtest-dev libgmock-dev libbenchmark-dev
   # test and benchmark tools
   fio iperf3 perftest python3 attr rsync ansible-core psmisc procps util-linux e2fsprogs
@@ -31,6 +34,16 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
+# etcd-server's package enables and starts a system etcd on 2379/2380. Surge's
+# tests start their own members on free ports and an operator runs etcd for
+# the MDS deliberately, so a stray default-configured one is stopped (on
+# every run: it may have been installed before this script knew of it).
+stop_system_etcd() {
+  if [ -d /run/systemd/system ] && systemctl list-unit-files etcd.service >/dev/null 2>&1; then
+    systemctl disable --now etcd.service >/dev/null 2>&1 || echo "install-deps: could not stop the system etcd" >&2
+  fi
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,9 +51,11 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  stop_system_etcd
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get -o DPkg::Lock::Timeout=600 update -qq
 apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+stop_system_etcd

@@ -6,7 +6,7 @@
 //
 // Start order (the process scaffolding is common/daemon/daemon_process.h,
 // the settings common/config/config_table.h): settings (defaults, file,
-// flags), logging, data dir (format
+// flags), logging, the store (store.backend: the RocksDB data dir or etcd; format
 // or open), cluster map, namespace, RPC server, background collector; then
 // one line on stdout, "surge-mds listening on tcp://H:P fs FSID", which
 // scripts and tests wait for. SIGTERM/SIGINT stop it cleanly: the server
@@ -21,6 +21,8 @@
 #include "mds/cluster/session_table.h"
 #include "mds/daemon/data_dir.h"
 #include "mds/daemon/mds_config.h"
+#include "mds/daemon/open_store.h"
+#include "mds/kv/rocksdb_kv_store.h"
 #include "mds/daemon/rpc_object_targets.h"
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
@@ -40,27 +42,21 @@ int fail(const Status& st) {
   return 1;
 }
 
-uint64_t parse_fs_id(const std::string& hex) {
-  return hex.empty() ? 0 : std::stoull(hex, nullptr, 16);
-}
 
 int run_check(const MdsConfig& cfg) {
-  DataDirOptions dopts;
-  dopts.path = cfg.data_dir;
-  dopts.allow_format = false;
-  dopts.expect_fs_id = parse_fs_id(cfg.expect_fs_id);
-  auto dd = open_data_dir(dopts);
-  if (!dd.ok()) {
-    std::fprintf(stderr, "surge-mds --check: %s\n", dd.status().ToString().c_str());
+  auto st = open_store(cfg, /*allow_format=*/false);
+  if (!st.ok()) {
+    std::fprintf(stderr, "surge-mds --check: %s\n", st.status().ToString().c_str());
     return 2;
   }
-  auto rep = check_namespace(dd->kv.get());
+  auto rep = check_namespace(st->kv.get());
   if (!rep.ok()) {
     std::fprintf(stderr, "surge-mds --check: %s\n", rep.status().ToString().c_str());
     return 2;
   }
   for (const auto& p : rep->problems) std::printf("problem: %s\n", p.c_str());
-  std::printf("surge-mds --check %s: %s\n", cfg.data_dir.c_str(), rep->summary().c_str());
+  std::printf("surge-mds --check %s: %s\n",
+              cfg.backend == "etcd" ? st->where.c_str() : cfg.data_dir.c_str(), rep->summary().c_str());
   return rep->clean() ? 0 : 1;
 }
 
@@ -68,15 +64,9 @@ int run(const MdsConfig& cfg) {
   auto key = net::load_cluster_key(cfg.cluster_key_file);
   if (!key.ok()) return fail(key.status());
 
-  DataDirOptions dopts;
-  dopts.path = cfg.data_dir;
-  dopts.expect_fs_id = parse_fs_id(cfg.expect_fs_id);
-  dopts.sync = cfg.sync;
-  dopts.block_cache_bytes = cfg.block_cache_mb << 20;
-  dopts.memtable_bytes = cfg.memtable_mb << 20;
-  auto dd = open_data_dir(dopts);
+  auto dd = open_store(cfg, /*allow_format=*/true);
   if (!dd.ok()) return fail(dd.status());
-  if (!cfg.sync) SLOG_WARN("store.sync = false: acknowledged changes can be lost on a crash");
+  if (!cfg.sync && dd->rocks) SLOG_WARN("store.sync = false: acknowledged changes can be lost on a crash");
 
   ClusterMapOptions mopts;
   mopts.heartbeat_interval_ms = cfg.target_heartbeat_interval_ms;
@@ -124,10 +114,11 @@ int run(const MdsConfig& cfg) {
     src.map = map->get();
     src.sessions = &sessions;
     src.kv = dd->kv.get();
-    RocksKvStore* kv = dd->kv.get();
-    src.wal_syncs = [kv] { return kv->wal_syncs(); };
-    src.memtable_bytes = [kv] { return kv->memtable_bytes(); };
-    src.block_cache_bytes = [kv] { return kv->block_cache_bytes(); };
+    if (RocksKvStore* kv = dd->rocks) {  // RocksDB's own figures; etcd has its own /metrics
+      src.wal_syncs = [kv] { return kv->wal_syncs(); };
+      src.memtable_bytes = [kv] { return kv->memtable_bytes(); };
+      src.block_cache_bytes = [kv] { return kv->block_cache_bytes(); };
+    }
     metrics.watch(src);
   }
   register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);
@@ -147,7 +138,7 @@ int run(const MdsConfig& cfg) {
 
   char fsid[32];
   std::snprintf(fsid, sizeof fsid, "%016llx", static_cast<unsigned long long>(dd->fs_id));
-  SLOG_INFO("surge-mds serving file system {} from {} on {} ({} workers{})", fsid, cfg.data_dir,
+  SLOG_INFO("surge-mds serving file system {} from {} on {} ({} workers{})", fsid, dd->where,
             (*server)->address(), cfg.worker_threads, dd->formatted ? ", newly formatted" : "");
   daemon::announce_ready("surge-mds",
                          "surge-mds listening on " + (*server)->address() + " fs " + fsid);
@@ -156,8 +147,10 @@ int run(const MdsConfig& cfg) {
   (*server)->stop();
   collector.stop();
   ns->reset();
-  Status cs = dd->kv->close();
-  if (!cs.ok()) return fail(cs);
+  if (dd->rocks) {
+    Status cs = dd->rocks->close();
+    if (!cs.ok()) return fail(cs);
+  }
   SLOG_INFO("surge-mds: stopped cleanly");
   return 0;
 }

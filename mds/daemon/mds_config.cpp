@@ -58,8 +58,35 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
             &MdsConfig::max_unauthenticated_connections},
           F{{"server", "max_unauthenticated_per_address", ""},
             &MdsConfig::max_unauthenticated_per_address},
+          F{{"store", "backend",
+             "Where the namespace lives: \"rocksdb\" (an embedded RocksDB in\n"
+             "server.data_dir) or \"etcd\" (an etcd v3 cluster, store.etcd_endpoints;\n"
+             "Raft-replicated, so the namespace survives the loss of this host; see\n"
+             "mds/kv/etcd/README.md). With etcd, server.data_dir is not used.",
+             "--backend", 1},
+            &MdsConfig::backend},
+          F{{"store", "etcd_endpoints",
+             "The etcd members' client addresses, \"host:port,host:port,...\"; a call\n"
+             "that finds one down or without quorum tries the next.",
+             "--etcd-endpoints"},
+            &MdsConfig::etcd_endpoints},
+          F{{"store", "etcd_prefix",
+             "Prefix of every key this file system keeps in etcd (several file systems\n"
+             "can share one etcd cluster under different prefixes).",
+             "--etcd-prefix", 1},
+            &MdsConfig::etcd_prefix},
+          F{{"store", "etcd_deadline_ms", "Deadline of one call to an etcd member, in ms.", "", 1},
+            &MdsConfig::etcd_deadline_ms},
+          F{{"store", "etcd_max_txn_ops",
+             "The members' --max-txn-ops and --max-request-bytes (etcd's defaults): a\n"
+             "namespace change over either fails with an error naming the limit, never\n"
+             "split into several transactions. Raise them here and on every member\n"
+             "together.",
+             "", 1},
+            &MdsConfig::etcd_max_txn_ops},
+          F{{"store", "etcd_max_request_bytes", "", "", 1}, &MdsConfig::etcd_max_request_bytes},
           F{{"store", "sync",
-             "Sync the RocksDB write-ahead log before replying (a reply means durable).\n"
+             "(rocksdb) Sync the RocksDB write-ahead log before replying (a reply means durable).\n"
              "false is for benchmarks of the ceiling only: acknowledged changes can be\n"
              "lost on a crash."},
             &MdsConfig::sync},
@@ -155,6 +182,12 @@ Status validate_config(const MdsConfig& c) {
   if (!c.expect_fs_id.empty() &&
       c.expect_fs_id.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
     return Status::InvalidArgument("server.expect_fs_id '" + c.expect_fs_id + "' is not hex");
+  }
+  if (c.backend != "rocksdb" && c.backend != "etcd") {
+    return Status::InvalidArgument("store.backend '" + c.backend + "' is neither \"rocksdb\" nor \"etcd\"");
+  }
+  if (c.backend == "etcd" && c.etcd_endpoints.empty()) {
+    return Status::InvalidArgument("store.backend is \"etcd\" but store.etcd_endpoints is empty");
   }
   if (c.default_stripe_size % (64u << 10) != 0) {
     return Status::InvalidArgument("namespace.default_stripe_size must be a multiple of 64 KiB");

@@ -29,6 +29,12 @@ struct MdsConfig {
   uint32_t max_unauthenticated_connections = 256;  // 0: no limit
   uint32_t max_unauthenticated_per_address = 32;   // 0: no limit
   // [store]
+  std::string backend = "rocksdb";  // "rocksdb" (in data_dir) or "etcd"
+  std::string etcd_endpoints;       // "host:port,host:port,..." (backend etcd)
+  std::string etcd_prefix = "surge/";
+  uint32_t etcd_deadline_ms = 5000;
+  uint32_t etcd_max_txn_ops = 128;
+  uint64_t etcd_max_request_bytes = 1536 * 1024;
   bool sync = true;
   uint64_t block_cache_mb = 64;
   uint64_t memtable_mb = 32;

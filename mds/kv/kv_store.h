@@ -8,6 +8,7 @@
 // and returns Busy, so the caller can retry.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -83,6 +84,11 @@ class KvStore {
 
   // Rough number of keys in a space (for statfs).
   virtual uint64_t estimate_keys(Space s) = 0;
+
+  // Most ops (and, separately, most checks) one batch may hold; a bigger
+  // batch fails and is never split. Work that need not be atomic as a whole
+  // (expiring done-op ids) commits in batches of at most this many ops.
+  virtual size_t max_batch_ops() const { return SIZE_MAX; }
 };
 
 }  // namespace surge::mds

@@ -5,6 +5,7 @@
 // the record exists exactly when the op does): r/<op id> -> when, for the
 // lookup, and rt/<when><op id>, so expiry walks the oldest first and never
 // more than it deletes.
+#include <algorithm>
 #include <string>
 
 #include "common/log.h"
@@ -36,22 +37,32 @@ Result<size_t> Namespace::expire_done_ops(uint64_t now, size_t limit) {
   if (now < opts_.done_op_ttl_ns) return size_t{0};
   std::string end(keys::kDoneOpByTimePrefix);
   keys::put_be64(end, now - opts_.done_op_ttl_ns);
-  KvBatch b;
-  size_t n = 0;
   const size_t key_size = keys::kDoneOpByTimePrefix.size() + 16;
-  SURGE_RETURN_IF_ERROR(kv_->scan(Space::kSystem, keys::kDoneOpByTimePrefix, end,
-                                  [&](std::string_view k, std::string_view) {
-                                    if (k.size() == key_size) {
-                                      const uint64_t op = keys::get_be64(k.substr(key_size - 8));
-                                      b.del(Space::kSystem, keys::done_op(op));
-                                    }
-                                    b.del(Space::kSystem, std::string(k));
-                                    return ++n < limit;
-                                  }));
-  if (n == 0) return n;
-  // Not synced: losing an expiry to a crash only keeps ids a little longer.
-  SURGE_RETURN_IF_ERROR(kv_->commit(b, /*durable=*/false));
-  return n;
+  // Two deletes per id; the ids need not go together, so a backlog goes in
+  // batches the store accepts (etcd: --max-txn-ops) rather than in one
+  // batch that would fail every time.
+  const size_t per_batch = std::max<size_t>(1, std::min(limit, kv_->max_batch_ops() / 2));
+  size_t total = 0;
+  while (total < limit) {
+    KvBatch b;
+    size_t n = 0;
+    const size_t want = std::min(per_batch, limit - total);
+    SURGE_RETURN_IF_ERROR(kv_->scan(Space::kSystem, keys::kDoneOpByTimePrefix, end,
+                                    [&](std::string_view k, std::string_view) {
+                                      if (k.size() == key_size) {
+                                        const uint64_t op = keys::get_be64(k.substr(key_size - 8));
+                                        b.del(Space::kSystem, keys::done_op(op));
+                                      }
+                                      b.del(Space::kSystem, std::string(k));
+                                      return ++n < want;
+                                    }));
+    if (n == 0) break;
+    // Not synced: losing an expiry to a crash only keeps ids a little longer.
+    SURGE_RETURN_IF_ERROR(kv_->commit(b, /*durable=*/false));
+    total += n;
+    if (n < want) break;
+  }
+  return total;
 }
 
 }  // namespace surge::mds

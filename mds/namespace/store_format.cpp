@@ -1,6 +1,7 @@
 // StoreFormat: see store_format.h.
 #include "mds/namespace/store_format.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ Status migrate_1_to_2(KvStore* kv) {
     }
     pending.emplace_back(std::string(k), r.SerializeAsString());
     ++migrated;
-    if (pending.size() >= kBatch) {
+    if (pending.size() >= std::min(kBatch, kv->max_batch_ops())) {
       bad = flush();
       if (!bad.ok()) return false;
     }

@@ -2,7 +2,7 @@
 // the ceiling, raw RocksDB synced writes from as many threads, in the same
 // run, on the same file system.
 //
-//   mds_bench [--clients 8] [--files 2000] [--shared-dir] [--dir /tmp]
+//   mds_bench [--clients 8] [--files 2000] [--shared-dir] [--dir /tmp] [--etcd]
 //
 // Starts surge-mds (from $SURGE_BUILD_DIR, or next to this binary's build
 // tree) on a fresh data dir with a synced WAL, registers one placeholder
@@ -11,6 +11,8 @@
 // and unlinks them; in its own directory, or all in one with --shared-dir.
 // The ceiling: the same number of threads each doing --files single-key
 // RocksDB writes with WriteOptions::sync = true (RocksDB group commit).
+// --etcd: then the same on a second MDS with store.backend = etcd, on a
+// 3-member etcd cluster started on loopback in --dir (fsync on).
 #include <rocksdb/db.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +27,7 @@
 #include "net/cluster_key.h"
 #include "net/proto/mds_methods.h"
 #include "net/rpc_channel.h"
+#include "tests/common/etcd_cluster.h"
 #include "tests/ods/daemon_process.h"
 
 namespace {
@@ -90,6 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients, "concurrent clients (threads, one connection each)");
   app.add_option("--files", files, "files per client");
   app.add_flag("--shared-dir", shared, "all clients in one directory");
+  bool with_etcd = false;
+  app.add_flag("--etcd", with_etcd, "also run the MDS on a 3-member etcd cluster (store.backend = etcd)");
   app.add_option("--dir", base, "where the data dirs go (the file system under test)");
   CLI11_PARSE(app, argc, argv);
 
@@ -107,17 +112,30 @@ int main(int argc, char** argv) {
   const std::string key_file = dir + "/cluster.key";
   if (!net::generate_cluster_key(key_file).ok()) return 1;
   const std::string key = *net::load_cluster_key(key_file);
+  std::atomic<int> errors{0};
+  struct Rates {
+    double create = 0, stat = 0, unlink = 0;  // seconds for all clients' files
+  };
+  // One MDS on the given store flags: create, stat, unlink; false on a
+  // failure to start or connect (printed).
+  auto run_mds = [&](const std::string& label, std::vector<std::string> store_args, Rates& out) -> bool {
+  // The placeholder data server never heartbeats: keep it up for the run.
+  const std::string config = dir + "/mds.toml";
+  if (FILE* f = std::fopen(config.c_str(), "w")) {
+    std::fputs("[targets]\ntimeout_ms = 3600000\n", f);
+    std::fclose(f);
+  }
+  std::vector<std::string> args = {"--config", config, "--data-dir", dir + "/mds-" + label, "--listen", "tcp://127.0.0.1:0",
+                                   "--cluster-key-file", key_file, "--log-level", "warn"};
+  args.insert(args.end(), store_args.begin(), store_args.end());
   ods::testing::DaemonProcess mds;
   std::string address;
   try {
     address = ods::testing::address_of(
-        mds.start(build_dir_guess() + "/mds/surge-mds",
-                  {"--data-dir", dir + "/mds", "--listen", "tcp://127.0.0.1:0",
-                   "--cluster-key-file", key_file, "--log-level", "warn"},
-                  dir + "/mds.log"));
+        mds.start(build_dir_guess() + "/mds/surge-mds", args, dir + "/mds-" + label + ".log"));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mds_bench: %s\n", e.what());
-    return 1;
+    return false;
   }
 
   net::ChannelOptions co;
@@ -127,7 +145,7 @@ int main(int argc, char** argv) {
     auto ch = net::RpcChannel::Connect(address, co);
     if (!ch.ok()) {
       std::fprintf(stderr, "mds_bench: %s\n", ch.status().ToString().c_str());
-      return 1;
+      return false;
     }
     chans.push_back(*ch);
   }
@@ -140,7 +158,7 @@ int main(int argc, char** argv) {
     pb::RegisterTargetReply out;
     if (Status s = chans[0]->call<pb::MdsRegisterTarget>(r, &out); !s.ok()) {
       std::fprintf(stderr, "mds_bench: register: %s\n", s.ToString().c_str());
-      return 1;
+      return false;
     }
   }
   std::vector<uint64_t> dirs(clients);
@@ -157,7 +175,7 @@ int main(int argc, char** argv) {
     pb::EntryReply out;
     if (Status s = chans[i]->call<pb::MdsMkdir>(r, &out); !s.ok()) {
       std::fprintf(stderr, "mds_bench: mkdir: %s\n", s.ToString().c_str());
-      return 1;
+      return false;
     }
     dirs[i] = out.attr().ino();
   }
@@ -165,15 +183,13 @@ int main(int argc, char** argv) {
   auto op_id = [](int c, int i) {
     return (static_cast<uint64_t>(c + 1) << 32) + static_cast<uint64_t>(i) + 1;
   };
-  std::atomic<int> errors{0};
   auto check = [&](const Status& s) {
     if (!s.ok() && errors++ == 0) std::fprintf(stderr, "mds_bench: %s\n", s.ToString().c_str());
   };
 
   // The machine may be shared: measure the ceiling right before and right
   // after the MDS runs and compare with their mean.
-  const double ceiling_before = rocksdb_ceiling(dir + "/ceiling1", clients, files);
-  const double t_create = timed(clients, [&](int c) {
+  out.create = timed(clients, [&](int c) {
     for (int i = 0; i < files; ++i) {
       pb::CreateRequest r;
       *r.mutable_cred() = root;
@@ -186,7 +202,7 @@ int main(int argc, char** argv) {
       check(chans[c]->call<pb::MdsCreate>(r, &out));
     }
   });
-  const double t_stat = timed(clients, [&](int c) {
+  out.stat = timed(clients, [&](int c) {
     for (int i = 0; i < files; ++i) {
       pb::LookupRequest r;
       *r.mutable_cred() = root;
@@ -196,7 +212,7 @@ int main(int argc, char** argv) {
       check(chans[c]->call<pb::MdsLookup>(r, &out));
     }
   });
-  const double t_unlink = timed(clients, [&](int c) {
+  out.unlink = timed(clients, [&](int c) {
     for (int i = 0; i < files; ++i) {
       pb::UnlinkRequest r;
       *r.mutable_cred() = root;
@@ -209,18 +225,44 @@ int main(int argc, char** argv) {
   });
   chans.clear();
   mds.stop();
+  return true;
+  };
+  const double ceiling_before = rocksdb_ceiling(dir + "/ceiling1", clients, files);
+  Rates rocks, etcd_rates;
+  if (!run_mds("rocksdb", {}, rocks)) return 1;
+  std::unique_ptr<test::EtcdCluster> etcd;
+  if (with_etcd) {
+    std::filesystem::create_directories(dir + "/etcd");
+    test::EtcdClusterOptions eo;
+    eo.dir = dir + "/etcd";
+    etcd = std::make_unique<test::EtcdCluster>(eo);
+    if (Status st = etcd->start(); !st.ok()) {
+      std::fprintf(stderr, "mds_bench: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    std::string eps;
+    for (const auto& ep : etcd->endpoints()) eps += (eps.empty() ? "" : ",") + ep;
+    if (!run_mds("etcd", {"--backend", "etcd", "--etcd-endpoints", eps}, etcd_rates)) return 1;
+    etcd.reset();
+  }
 
   const double ceiling_after = rocksdb_ceiling(dir + "/ceiling2", clients, files);
   const double ceiling = (ceiling_before + ceiling_after) / 2;
   const double n = static_cast<double>(clients) * files;
   std::printf("mds_bench: %d clients x %d files, %s, synced WAL, data in %s\n", clients, files,
               shared ? "one shared directory" : "a directory per client", base.c_str());
-  std::printf("  %-34s %10.0f ops/s\n", "create (RPC)", n / t_create);
-  std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC)", n / t_stat);
-  std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC)", n / t_unlink);
+  std::printf("  %-34s %10.0f ops/s\n", "create (RPC)", n / rocks.create);
+  std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC)", n / rocks.stat);
+  std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC)", n / rocks.unlink);
   std::printf("  %-34s %10.0f ops/s (before %.0f, after %.0f)\n", "ceiling: RocksDB Put, sync=true",
               ceiling, ceiling_before, ceiling_after);
-  std::printf("  create / ceiling = %.2f\n", n / t_create / ceiling);
+  std::printf("  create / ceiling = %.2f\n", n / rocks.create / ceiling);
+  if (with_etcd) {
+    std::printf("  store.backend = etcd (3 members on this machine, fsync on):\n");
+    std::printf("  %-34s %10.0f ops/s\n", "create (RPC, etcd)", n / etcd_rates.create);
+    std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC, etcd)", n / etcd_rates.stat);
+    std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC, etcd)", n / etcd_rates.unlink);
+  }
   if (errors) {
     std::fprintf(stderr, "mds_bench: %d operations failed\n", errors.load());
     return 1;

@@ -1,7 +1,10 @@
 // Pieces of the tests that run surge-mds as a process: a temp dir with a
 // cluster key and a small config (short timeouts), the daemon started on a
 // data dir (DaemonProcess from tests/ods kills and reaps it on every exit
-// path), and a typed RPC client with credentials filled in.
+// path), and a typed RPC client with credentials filled in. Built with
+// SURGE_TEST_KV_ETCD, the daemon keeps its namespace on the process's shared
+// 3-member etcd cluster (tests/common/etcd_test_env.h) under a fresh prefix
+// instead of a RocksDB in the data dir.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +19,9 @@
 #include "net/rpc_channel.h"
 #include "tests/ods/daemon_process.h"
 #include "tests/ods/test_dir.h"
+#ifdef SURGE_TEST_KV_ETCD
+#include "tests/common/etcd_test_env.h"
+#endif
 
 namespace surge::mds::testing {
 
@@ -51,15 +57,22 @@ class MdsDaemonTest : public ::testing::Test {
     config_ = tmp_.path() + "/mds.toml";
     std::ofstream(config_) << "[targets]\nheartbeat_interval_ms = 100\ntimeout_ms = 600\n"
                            << "[orphans]\ninterval_ms = 100\nstartup_grace_ms = 0\n";
+#ifdef SURGE_TEST_KV_ETCD
+    auto& etcd = test::shared_etcd();
+    ASSERT_TRUE(etcd.started.ok()) << etcd.started.ToString();
+    std::string endpoints;
+    for (const auto& ep : etcd.cluster->endpoints()) endpoints += (endpoints.empty() ? "" : ",") + ep;
+    store_args_ = {"--backend", "etcd", "--etcd-endpoints", endpoints, "--etcd-prefix", test::fresh_etcd_prefix()};
+#endif
   }
 
   // Starts (or restarts) the daemon; returns its address.
   std::string start() {
-    const std::string line =
-        mds_.start(mds_binary(),
-                   {"--config", config_, "--data-dir", data_dir_, "--listen", "tcp://127.0.0.1:0",
-                    "--cluster-key-file", key_file_, "--log-level", "info"},
-                   tmp_.path() + "/mds.log");
+    std::vector<std::string> args = {"--config",           config_,   "--data-dir", data_dir_,
+                                     "--listen",           "tcp://127.0.0.1:0",
+                                     "--cluster-key-file", key_file_, "--log-level", "info"};
+    args.insert(args.end(), store_args_.begin(), store_args_.end());
+    const std::string line = mds_.start(mds_binary(), args, tmp_.path() + "/mds.log");
     address_ = address_of(line);
     net::ChannelOptions o;
     o.cluster_key = key_;
@@ -124,13 +137,16 @@ class MdsDaemonTest : public ::testing::Test {
     SURGE_RETURN_IF_ERROR(call<pb::MdsRegisterTarget>(r, &out));
     return out.target_id();
   }
-  // surge-mds --check on the data dir (the daemon must be stopped).
+  // surge-mds --check on the data dir or etcd prefix (the daemon must be stopped).
   int check(std::string* out) {
-    return run_command(mds_binary() + " --check --data-dir " + data_dir_, out);
+    std::string cmd = mds_binary() + " --check --data-dir " + data_dir_;
+    for (const auto& a : store_args_) cmd += " '" + a + "'";
+    return run_command(cmd, out);
   }
 
   TempDir tmp_{"surge-mds-test"};
   std::string key_file_, key_, data_dir_, config_, address_;
+  std::vector<std::string> store_args_;  // the backend's flags (empty: RocksDB in data_dir_)
   DaemonProcess mds_;
   std::shared_ptr<net::RpcChannel> ch_;
   pb::Credentials cred_;  // root

@@ -1,4 +1,7 @@
-// Test fixture for the namespace: a real RocksDB in a fresh temp dir, a
+// Test fixture for the namespace: a real RocksDB in a fresh temp dir (or,
+// built with SURGE_TEST_KV_ETCD, a fresh key prefix on a real 3-member etcd
+// cluster shared by the test process: the same tests against both
+// backends, see tests/mds/CMakeLists.txt), a
 // cluster map with three registered (fake-address) data servers, a session
 // table and FakeObjectTargets recording what the MDS asked of the data
 // servers. Helpers return Status/Result so each test states its one check.
@@ -9,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -21,6 +25,10 @@
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
 #include "mds/kv/rocksdb_kv_store.h"
+#ifdef SURGE_TEST_KV_ETCD
+#include "mds/kv/etcd/etcd_kv_store.h"
+#include "tests/common/etcd_test_env.h"
+#endif
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
 #include "net/proto/mds_methods.h"
@@ -107,10 +115,29 @@ class NamespaceTest : public ::testing::Test {
   }
 
   void open_all() {
+#ifdef SURGE_TEST_KV_ETCD
+    auto& etcd = test::shared_etcd();
+    ASSERT_TRUE(etcd.started.ok()) << etcd.started.ToString();
+    // The store "lives" in dir_ as with RocksDB: dir_/etcd-prefix names this
+    // test's file system and survives reopen(); a test that wipes dir_ gets
+    // a fresh, empty store on the next open.
+    const std::string marker = dir_ + "/etcd-prefix";
+    if (!std::filesystem::exists(marker)) {
+      std::ofstream(marker) << test::fresh_etcd_prefix();
+    }
+    std::string etcd_prefix;
+    std::ifstream(marker) >> etcd_prefix;
+    ASSERT_FALSE(etcd_prefix.empty()) << "cannot read " << marker;
+    EtcdKvOptions ko;
+    ko.endpoints = etcd.cluster->endpoints();
+    ko.prefix = etcd_prefix;
+    auto kv = EtcdKvStore::Open(ko);
+#else
     RocksKvOptions ko;
     ko.path = dir_ + "/db";
     ko.sync = sync_;
     auto kv = RocksKvStore::Open(ko);
+#endif
     ASSERT_TRUE(kv.ok()) << kv.status().ToString();
     kv_ = std::move(*kv);
     auto id = Namespace::FormatOrLoad(kv_.get(), 0);
@@ -314,7 +341,7 @@ class NamespaceTest : public ::testing::Test {
   ClusterMapOptions map_opts_;
   SessionOptions session_opts_;
   NamespaceOptions ns_opts_;
-  std::unique_ptr<RocksKvStore> kv_;
+  std::unique_ptr<KvStore> kv_;
   std::unique_ptr<ClusterMap> map_;
   std::unique_ptr<SessionTable> sessions_;
   FakeObjectTargets objects_;

@@ -159,3 +159,27 @@ TEST_F(Resend, DoneOpIdsExpireAfterTheirTime) {
 
 }  // namespace
 }  // namespace surge::mds::testing
+
+namespace surge::mds::testing {
+namespace {
+
+// Expiry deletes two keys per op id; a backlog bigger than one transaction
+// of the store may hold (etcd: 128 ops) still expires whole, in several
+// batches, instead of failing every time and keeping the ids forever.
+TEST_F(Resend, ABigBacklogOfDoneOpIdsExpiresWhole) {
+  constexpr int kOps = 200;
+  for (int i = 0; i < kOps; i++) {
+    const std::string name = "f" + std::to_string(i);
+    ASSERT_TRUE(create(kRoot, name).ok());
+    ASSERT_TRUE(ns_->unlink(unlink_req(name, 5000 + i)).ok());
+  }
+  auto n = ns_->expire_done_ops(Namespace::now_ns() + 601ull * 1000 * 1000 * 1000);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, size_t(kOps));
+  for (int i : {0, kOps / 2, kOps - 1}) {
+    EXPECT_EQ(ns_->unlink(unlink_req("f" + std::to_string(i), 5000 + i)).code(), Code::kNotFound) << i;
+  }
+}
+
+}  // namespace
+}  // namespace surge::mds::testing
