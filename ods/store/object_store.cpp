@@ -314,9 +314,17 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
     if (fd < 0 && errno == ENOENT) {
       std::string parent = dir.substr(0, dir.rfind('/'));
       bool parent_created = false, dir_created = false;
+      // A directory this call made is marked unsynced before any other
+      // thread can learn it exists (note_dir): an object another thread
+      // creates in it and syncs must also sync the directory's own name.
+      auto unsynced = [this](const std::string& path) {
+        std::lock_guard lk(dirty_mu_);
+        unsynced_dirs_.insert(path);
+      };
       if (!known_dir(mid_dirs_, mid)) {
         fanout_mkdirs_.fetch_add(1, std::memory_order_relaxed);
         SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
+        if (parent_created) unsynced(parent);
         note_dir(mid_dirs_, mid);
       }
       fanout_mkdirs_.fetch_add(1, std::memory_order_relaxed);
@@ -325,15 +333,12 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
       } else if (errno == ENOENT) {  // the first level was removed behind our back
         fanout_mkdirs_.fetch_add(2, std::memory_order_relaxed);
         SURGE_RETURN_IF_ERROR(make_dir(parent, &parent_created));
+        if (parent_created) unsynced(parent);
         SURGE_RETURN_IF_ERROR(make_dir(dir, &dir_created));
       } else if (errno != EEXIST) {
         return errno_status(errno, "mkdir " + dir + " for object " + std::to_string(id));
       }
-      if (parent_created || dir_created) {
-        std::lock_guard lk(dirty_mu_);
-        if (parent_created) unsynced_dirs_.insert(parent);
-        if (dir_created) unsynced_dirs_.insert(dir);
-      }
+      if (dir_created) unsynced(dir);
       note_dir(leaf_dirs_, leaf);
       fd = ::open(dpath.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }

@@ -25,6 +25,7 @@ PACKAGES=(
   libfuse3-3 libibverbs1 librdmacm1 libprotobuf-lite32 libprotobuf32 libspdlog1.10 libfmt9
   libssl3 libisal2 liburing2 libtomlplusplus3 librocksdb7.8 libsnappy1v5 liblz4-1
   libzstd1 libbz2-1.0 libnl-3-200 libnl-route-3-200 libgcc-s1 libstdc++6 zlib1g
+  libgrpc++1.51 libgrpc29 libabsl20220623 libc-ares2 libre2-9 libprotoc32
 )
 IMAGE_MB=2048
 
