@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,10 @@ Status EtcdCluster::spawn(int i) {
   pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno(errno, "etcd test cluster: fork for member " + name);
   if (pid == 0) {
+    // A test binary that crashes or is killed by ctest's timeout must not
+    // leave members running (they would hold ports and disk for the rest
+    // of the run): they die with it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
