@@ -186,6 +186,10 @@ BufferPool::~BufferPool() {
   for (const Registration& reg : regs) {
     for (auto& s : slabs_) reg.registrar->unregister_slab(s->base, s->mapped);
   }
+  // A registrar that took itself out just before the swap may still be
+  // walking slabs_ (remove_registrar): the slabs must outlive its walk.
+  std::unique_lock lk(registrars_mu_);
+  walkers_done_.wait(lk, [this] { return walkers_ == 0; });
 }
 
 Result<PoolBuffer> BufferPool::try_acquire(size_t min_size) {
@@ -262,8 +266,15 @@ std::shared_ptr<void> BufferPool::remove_registrar(MemoryRegistrar* r) {
     if (it == registrars_.end()) return nullptr;
     owner = std::move(it->owner);
     registrars_.erase(it);
+    ++walkers_;
   }
   for (auto& s : slabs_) r->unregister_slab(s->base, s->mapped);
+  {
+    // Notified under the lock: once it is released the destructor may run
+    // and take the condition variable with it.
+    std::lock_guard lk(registrars_mu_);
+    if (--walkers_ == 0) walkers_done_.notify_all();
+  }
   return owner;
 }
 

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -127,6 +128,11 @@ class BufferPool {
   // a registrar may call back into the pool (the RDMA device's teardown).
   std::mutex registrars_mu_;
   std::vector<Registration> registrars_;
+  // remove_registrar() calls still walking the slabs after taking their
+  // registrar out of the list: the destructor waits for them before the
+  // slabs go (under registrars_mu_).
+  int walkers_ = 0;
+  std::condition_variable walkers_done_;
 };
 
 }  // namespace surge::net
