@@ -30,6 +30,7 @@
 
 #include "tests/client/chain_state.h"
 #include "tests/client/local_cluster.h"
+#include "tests/common/time_scale.h"
 
 namespace surge::test {
 namespace {
@@ -198,8 +199,10 @@ TEST_F(ChainRestart, VictimKilledAgainDuringItsOwnResyncResyncsOnItsNextReturn) 
   ASSERT_NE(victim, 0u);
   ASSERT_EQ(lib_write("/r/before", random_bytes(8 * kBlock + 17, 1)), "");
   ASSERT_TRUE(cluster_->kill_ods(0).ok());
-  // Enough written while it is away that its resync takes a while.
-  for (int i = 0; i < 6; ++i) {
+  // Enough written while it is away that its resync takes a while (twice
+  // as much in sanitized builds, as in the rebuild case below).
+  const int away = 6 * (kTimeScale > 1 ? 2 : 1);
+  for (int i = 0; i < away; ++i) {
     ASSERT_EQ(lib_write("/r/away" + std::to_string(i), random_bytes(16 * kBlock + 5, 10 + i)), "");
   }
   Status st = cluster_->start_ods(0);
@@ -207,12 +210,15 @@ TEST_F(ChainRestart, VictimKilledAgainDuringItsOwnResyncResyncsOnItsNextReturn) 
   // Killed again the moment a chain shows it SYNCING.
   bool seen = false;
   const auto give_up = std::chrono::steady_clock::now() + 60s;
+  std::string last;  // what surgectl said last, for the failure message
   while (!seen && std::chrono::steady_clock::now() < give_up) {
-    for (const auto& c : chains()) {
+    if (run_surgectl(*cluster_, "--json chains", &last) != 0) continue;
+    for (const auto& c : parse_chains(last)) {
       for (const auto& mb : c.members) seen = seen || (mb.target == victim && mb.state == "syncing");
     }
   }
-  ASSERT_TRUE(seen) << "target " << victim << " was never seen syncing";
+  ASSERT_TRUE(seen) << "target " << victim
+                    << " was never seen syncing; surgectl --json chains said last: " << last;
   ASSERT_TRUE(cluster_->kill_ods(0).ok());
   std::printf("killed target %u again during its resync\n", victim);
   verify_all("with the victim killed during its resync");
@@ -230,7 +236,11 @@ TEST_F(ChainRestart, VictimKilledAgainDuringItsOwnResyncResyncsOnItsNextReturn) 
 TEST_F(ChainRestart, MdsRestartInTheMiddleOfARebuildResumesIt) {
   start(4, 4, "[chains]\nreplace_after_ms = 4000\n");
   if (HasFatalFailure()) return;
-  for (int i = 0; i < 8; ++i) {
+  // Enough data that the rebuild lasts longer than a few polls of surgectl
+  // (a process start each): under TSan at 8 files it was over between two
+  // polls in 2 of 3 runs, so sanitized builds write twice as much.
+  const int files = 8 * (kTimeScale > 1 ? 2 : 1);
+  for (int i = 0; i < files; ++i) {
     ASSERT_EQ(lib_write("/r/f" + std::to_string(i), random_bytes(16 * kBlock + 7, 200 + i)), "");
   }
   const uint32_t lost = target_id_of(*cluster_, 0);
@@ -238,10 +248,13 @@ TEST_F(ChainRestart, MdsRestartInTheMiddleOfARebuildResumesIt) {
   ASSERT_TRUE(cluster_->kill_ods(0).ok());
   bool seen = false;
   auto give_up = std::chrono::steady_clock::now() + 120s;
+  std::string last;  // what surgectl said last, for the failure message
   while (!seen && std::chrono::steady_clock::now() < give_up) {
-    for (const auto& c : chains()) seen = seen || c.health == "rebuilding";
+    const int rc = run_surgectl(*cluster_, "--json chains", &last);
+    if (rc != 0) continue;
+    for (const auto& c : parse_chains(last)) seen = seen || c.health == "rebuilding";
   }
-  ASSERT_TRUE(seen) << "no chain was ever seen rebuilding";
+  ASSERT_TRUE(seen) << "no chain was ever seen rebuilding; surgectl --json chains said last: " << last;
   ASSERT_TRUE(cluster_->kill_mds().ok());
   std::printf("killed the MDS during the rebuild\n");
   std::this_thread::sleep_for(1s);
