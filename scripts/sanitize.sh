@@ -4,7 +4,8 @@
 #   asan: build-asan/, gcc -fsanitize=address,undefined (SURGE_SANITIZE),
 #         ctest -L 'unit|integration|fuse' (the RDMA VM tests are left out)
 #   tsan: build-tsan/, gcc -fsanitize=thread (SURGE_TSAN),
-#         ctest -R '^(net|client)_' -LE rdma (the transport and the client)
+#         ctest -R '^(net|client)_' -LE rdma (the transport and the client),
+#         but client_chain_restart_test
 #
 #   bash scripts/sanitize.sh               # asan, then tsan
 #   bash scripts/sanitize.sh asan          # one of them
@@ -32,7 +33,12 @@ run_kind() {
     tsan)
       build=${SURGE_TSAN_BUILD_DIR:-build-tsan}
       option=-DSURGE_TSAN=ON
-      slice=(-R '^(net|client)_' -LE rdma)
+      # client_chain_restart_test is left out: each of its cases catches a
+      # transient (a member syncing, a chain rebuilding) by polling
+      # surgectl, a process start per poll, and under TSan the transient
+      # ended between two polls in 3 of 6 runs of a case (docs/testing.md). It runs
+      # in main and under ASan.
+      slice=(-R '^(net|client)_' -E '^client_chain_restart_test$' -LE rdma)
       ;;
     *)
       echo "sanitize: unknown kind '$kind' (asan or tsan)" >&2

@@ -6,11 +6,11 @@
 #   fuzz  every fuzzer for a bounded time (scripts/fuzz.sh, build-fuzz/)
 #   asan  ASan+UBSan build, unit + integration + fuse (scripts/sanitize.sh)
 #   tsan  TSan build, the net and client suites (scripts/sanitize.sh)
-#   bash scripts/test.sh            # main and fuzz (what .ci/run runs)
+#   bash scripts/test.sh            # all four (what .ci/run runs)
 #   bash scripts/test.sh -L unit    # extra args go to ctest: main part only
-#   SURGE_TEST_PARTS="main fuzz asan tsan" bash scripts/test.sh
-# The first part that fails stops the run. asan and tsan are not yet in the
-# default: docs/testing.md says why. A part that changes the source tree
+#   SURGE_TEST_PARTS="main fuzz" bash scripts/test.sh
+# The first part that fails stops the run; docs/testing.md has how long
+# each takes. A part that changes the source tree
 # (a tracked file modified, or a file git does not ignore created) fails
 # too: tests write under their build dir or /tmp only.
 set -euo pipefail
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 if [ $# -gt 0 ]; then
   PARTS=${SURGE_TEST_PARTS:-main}
 else
-  PARTS=${SURGE_TEST_PARTS:-main fuzz}
+  PARTS=${SURGE_TEST_PARTS:-main fuzz asan tsan}
 fi
 bash scripts/install-deps.sh
 # ccache hits across clones and build dirs: paths are hashed relative to here.
