@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "common/daemon/daemon_process.h"
+#include "common/daemon/malloc_bounds.h"
 #include "common/log.h"
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/orphan_collector.h"
@@ -188,6 +189,11 @@ int main(int argc, char** argv) {
     return config_error(st);
   }
   if (Status st = validate_config(cfg); !st.ok()) return config_error(st);
+  if (Status st = daemon::bound_malloc("surge-mds", cfg.malloc_arena_max,
+                                       uint64_t{cfg.malloc_mmap_threshold_kb} << 10);
+      !st.ok()) {
+    return config_error(st);
+  }
   if (Status st = daemon::start_logging("surge-mds", check ? "warn" : cfg.log_level, cfg.log_file);
       !st.ok()) {
     return config_error(st);

@@ -111,8 +111,8 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
              "setstripe --replicas N): files then live on chains of that many data\n"
              "servers and survive the loss of N - 1 of them (docs/redundancy.md).\n"
              "Clamped to the number of data servers. 0: one copy on plain targets\n"
-             "(layout format 1), the only mode until the data servers and clients of\n"
-             "this build speak chains; docs/redundancy.md argues for 2 once they do."},
+             "(layout format 1, as before chains). docs/redundancy.md argues for the\n"
+             "shipped 2."},
             &MdsConfig::default_replicas},
           F{{"targets", "heartbeat_interval_ms",
              "How often data servers heartbeat (told to them at registration), in ms."},
@@ -166,6 +166,18 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
              "and report their open files after an MDS restart (>= sessions.timeout_ms\n"
              "is safe), in ms."},
             &MdsConfig::orphan_startup_grace_ms},
+          F{{"memory", "malloc_arena_max",
+             "glibc allocator: most arenas (0: glibc's 8 per core). Each arena keeps\n"
+             "what was freed in it; with one per request thread the MDS's RSS rose for\n"
+             "half an hour over a flat live heap (docs/operations.md, \"MDS memory\").",
+             "", 0, 1024},
+            &MdsConfig::malloc_arena_max},
+          F{{"memory", "malloc_mmap_threshold_kb",
+             "glibc allocator: blocks this large or larger are mmapped, so freeing them\n"
+             "returns them to the system; set, glibc no longer raises it (0: glibc's\n"
+             "own rising threshold). At most 32768 (glibc's limit).",
+             "", 0, 32768},
+            &MdsConfig::malloc_mmap_threshold_kb},
           F{{"log", "level", "trace, debug, info, warn, error or off.", "--log-level"},
             &MdsConfig::log_level},
           F{{"log", "file", "Log file; \"\" logs to stderr.", "--log-file"}, &MdsConfig::log_file},

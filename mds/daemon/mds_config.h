@@ -42,7 +42,7 @@ struct MdsConfig {
   uint32_t default_stripe_size = 1 << 20;
   uint32_t default_stripe_count = 4;
   uint32_t readdir_max_entries = 4096;
-  uint32_t default_replicas = 0;  // 0: format 1 layouts (docs/redundancy.md, "Rollout")
+  uint32_t default_replicas = 2;  // 0: format 1 layouts (docs/redundancy.md, "Rollout")
   // [targets]
   uint32_t target_heartbeat_interval_ms = 1000;
   uint32_t target_timeout_ms = 10000;
@@ -59,6 +59,9 @@ struct MdsConfig {
   // [orphans]
   uint32_t orphan_interval_ms = 1000;
   uint32_t orphan_startup_grace_ms = 30000;
+  // [memory]
+  uint32_t malloc_arena_max = 2;           // 0: glibc's default
+  uint32_t malloc_mmap_threshold_kb = 128;  // 0: glibc's rising threshold
   // [log]
   std::string log_level = "info";
   std::string log_file;
