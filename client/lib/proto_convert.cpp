@@ -38,6 +38,8 @@ StripeLayout layout_from_proto(const mds::Layout& l) {
   r.stripe_size = l.stripe_size();
   r.stripe_count = l.stripe_count();
   r.targets.assign(l.targets().begin(), l.targets().end());
+  r.chains.assign(l.chains().begin(), l.chains().end());
+  if (l.replicas() != 0) r.replicas = l.replicas();
   return r;
 }
 

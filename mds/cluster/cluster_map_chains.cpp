@@ -40,6 +40,10 @@ uint32_t ClusterMap::target_count() const {
 Result<pb::Layout> ClusterMap::pick_chain_layout(uint32_t stripe_size, uint32_t stripe_count,
                                                  const ChainShape& shape) {
   std::lock_guard lk(mu_);
+  if (targets_.empty()) {
+    return Status::NoSpace("no data server is up: cannot place a new file of " + shape.describe() +
+                           " (none registered)");
+  }
   if (!chains_.has_shape(shape)) {
     std::vector<uint32_t> ids;
     for (const auto& [id, t] : targets_) ids.push_back(id);

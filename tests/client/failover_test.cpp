@@ -39,7 +39,7 @@ std::string state_of_target(Client& cl, size_t i) {
 }
 
 TEST(SingleCopy, AKilledTargetGivesEioNamingTheObjectTargetAndAddress) {
-  auto c = start(small_stripes());  // 64 KiB x 3: every file touches every target
+  auto c = start(one_copy(small_stripes()));  // 64 KiB x 3: every file touches every target
   ASSERT_NE(c, nullptr);
   auto cl = c->connect(2000);
   ASSERT_TRUE(cl.ok()) << cl.status().ToString();
@@ -59,7 +59,7 @@ TEST(SingleCopy, AKilledTargetGivesEioNamingTheObjectTargetAndAddress) {
 }
 
 TEST(SingleCopy, TheClientsReportTakesAKilledTargetOutSoNewFilesAvoidIt) {
-  ClusterConfig cfg = small_stripes();
+  ClusterConfig cfg = one_copy(small_stripes());
   auto c = start(cfg);
   ASSERT_NE(c, nullptr);
   auto cl = c->connect(2000);

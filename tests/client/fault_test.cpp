@@ -21,7 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 
 std::unique_ptr<LocalCluster> start_cluster() {
-  ClusterConfig cfg = small_stripes();
+  ClusterConfig cfg = one_copy(small_stripes());
   cfg.client_io_timeout_ms = "2000";
   auto c = LocalCluster::Start(cfg);
   EXPECT_TRUE(c.ok()) << c.status().ToString();

@@ -29,6 +29,9 @@ struct ClusterConfig {
   // Appended to the MDS's config file (TOML sections of its own, e.g.
   // "[chains]\nreplace_after_ms = 4000\n").
   std::string mds_toml;
+  // [namespace] default_replicas of the MDS (-1: its shipped default, 2;
+  // 0: one copy on plain targets, what a test of one-copy failures needs).
+  int default_replicas = -1;
   // surge-ods --worker-threads (0: its default).
   int ods_worker_threads = 0;
   // Every daemon serves its Prometheus page on a free port of its own
@@ -43,6 +46,13 @@ inline ClusterConfig small_stripes() {
   ClusterConfig cfg;
   cfg.stripe_size = kSmallStripe;
   cfg.stripe_count = 3;
+  return cfg;
+}
+
+// cfg with one copy of every file (format 1 layouts): what the tests of a
+// lost data server's EIO, and of what a client retries without chains, need.
+inline ClusterConfig one_copy(ClusterConfig cfg) {
+  cfg.default_replicas = 0;
   return cfg;
 }
 

@@ -58,7 +58,10 @@ TEST_F(Native, LayoutComesFromTheDirectoryDefault) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   EXPECT_EQ(l->stripe_size, kStripe);
   EXPECT_EQ(l->stripe_count, 3u);
-  EXPECT_EQ(l->targets.size(), 3u);
+  // The MDS's shipped default_replicas (2): a chain of two per slot.
+  EXPECT_EQ(l->replicas, 2u);
+  EXPECT_EQ(l->chains.size(), 3u);
+  EXPECT_TRUE(l->targets.empty());
   EXPECT_TRUE(client_->close(*f).ok());
 }
 

@@ -14,7 +14,7 @@ namespace surge::test {
 namespace {
 
 TEST(WrongTarget, AWriteToAnAddressNowServingAnotherTargetFailsInsteadOfLandingThere) {
-  auto c = LocalCluster::Start(small_stripes());
+  auto c = LocalCluster::Start(one_copy(small_stripes()));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto cl = (*c)->connect(2000);
   ASSERT_TRUE(cl.ok()) << cl.status().ToString();

@@ -25,8 +25,11 @@ class OdsMdsTest : public ::testing::Test {
     key_file_ = make_key(dir_);
     key_ = key_of(key_file_);
     mds_config_ = dir_.path() + "/mds.toml";
+    // One copy on plain targets (format 1): the object of a file is keyed by
+    // its ino on the one data server, which is what these tests look for.
     std::ofstream(mds_config_) << "[targets]\nheartbeat_interval_ms = 100\ntimeout_ms = 600\n"
-                               << "[orphans]\ninterval_ms = 100\nstartup_grace_ms = 0\n";
+                               << "[orphans]\ninterval_ms = 100\nstartup_grace_ms = 0\n"
+                               << "[namespace]\ndefault_replicas = 0\n";
     ods_config_ = dir_.path() + "/ods.toml";
     std::ofstream(ods_config_) << "[mds]\nretry_ms = 100\n";
     start_mds(listen_address());

@@ -21,7 +21,8 @@ namespace surge::test {
 class SurgectlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto c = LocalCluster::Start(ClusterConfig{});
+    // One copy (format 1): these tests count objects and targets per file.
+    auto c = LocalCluster::Start(one_copy(ClusterConfig{}));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
   }

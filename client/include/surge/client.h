@@ -159,7 +159,12 @@ struct FsStat {
 struct StripeLayout {
   uint32_t stripe_size = 0;
   uint32_t stripe_count = 0;
+  // One copy on plain targets (layout format 1): a target id per stripe.
   std::vector<uint32_t> targets;
+  // Replicated (format 2): a chain id per stripe, each chain `replicas`
+  // data servers (surgectl chains lists them); targets is then empty.
+  std::vector<uint32_t> chains;
+  uint32_t replicas = 1;
 };
 
 // One data server as the cluster map shows it.
