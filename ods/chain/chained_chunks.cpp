@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
 #include "ods/chain/chunk_lives.h"
+#include "ods/chain/pause_points.h"
 #include "ods/store/block_checksum.h"
 
 namespace surge::ods {
@@ -148,6 +149,7 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
     return Status::InvalidArgument(what + ": piece CRCs without a piece size");
   }
   const ChunkKey key = key_of(req.ref());
+  pause_point("write_before_order");
   auto order = order_.lock(key);
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);

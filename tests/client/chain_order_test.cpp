@@ -1,0 +1,245 @@
+// A write admitted under one chain version that takes its chunk's update
+// order only after the chain moved on (docs/redundancy.md, "Resync": issue
+// 18, "nothing acknowledged is ever lost"). The head judges a write's chain
+// version when the request arrives; the write may then wait (for a buffer,
+// for the chunk's update order) while the chain changes and a resync
+// source compares the chunk. Were it applied after that under the place it
+// was admitted with, it would reach nobody else.
+//
+// The interleaving is made, not hoped for: the data servers run with the
+// pause point "write_before_order" (ods/chain/pause_points.h) armed for the
+// second chained write each serves. On a chain of 2 (2 data servers, one
+// slot): a first write and fsync of the chunk; the tail is SIGKILLed and the
+// MDS takes it out of the chain (the head alone); a second write is
+// admitted at the head under that version and held before the update
+// order; the tail is restarted, resynced by the head and made SERVING
+// again; then the write is let go. Whatever it returned, the two copies
+// must then be identical (`surgectl scrub`), and the file reads back as
+// the write left it: its bytes if it succeeded, the first write's or its
+// own if it failed.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tests/client/chain_state.h"
+#include "tests/client/local_cluster.h"
+
+namespace surge::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr size_t kBytes = 64 << 10;
+// Longer than the whole held interval (a target timeout, a restart, a
+// resync): the held write must not time out at the client and be sent
+// again; what is tested is that one request.
+constexpr int kIoTimeoutMs = 120000;
+constexpr const char* kPoint = "write_before_order";
+
+// The members of the chain of slot 0 of path, head first, as `surgectl
+// getstripe` prints them ("  slot 0: chain C version V health: T1 serving,
+// T2 syncing"): target id and state; empty if it cannot be read (the
+// output in *why).
+std::vector<std::pair<uint32_t, std::string>> chain_of(const LocalCluster& cluster,
+                                                       const std::string& path, std::string* why) {
+  std::string out;
+  if (run_surgectl(cluster, "getstripe " + path, &out) != 0) {
+    *why = "getstripe " + path + ": " + out;
+    return {};
+  }
+  *why = out;
+  const size_t slot = out.find("slot 0: chain ");
+  const size_t colon = slot == std::string::npos ? slot : out.find(": ", slot + 7);
+  if (colon == std::string::npos) return {};
+  std::vector<std::pair<uint32_t, std::string>> members;
+  const size_t eol = out.find('\n', colon);
+  for (size_t at = colon + 2; at < eol;) {
+    char* end = nullptr;
+    const auto id = static_cast<uint32_t>(std::strtoul(out.c_str() + at, &end, 10));
+    size_t next = out.find(", ", at);
+    if (next == std::string::npos || next > eol) next = eol;
+    const size_t st = static_cast<size_t>(end - out.c_str()) + 1;
+    members.emplace_back(id, st < next ? out.substr(st, next - st) : "");
+    at = next + 2;
+  }
+  return members;
+}
+
+std::string state_of(const std::vector<std::pair<uint32_t, std::string>>& members, uint32_t id) {
+  for (const auto& [t, st] : members) {
+    if (t == id) return st;
+  }
+  return "";
+}
+
+// Waits until pred(chain of path) holds; a wait for the MDS to act, not a
+// timed assertion: the bound only keeps a chain that never changes from
+// hanging the test. False (and a failure naming `what`) when it gives up.
+template <typename Pred>
+bool wait_chain(const LocalCluster& cluster, const std::string& path, const std::string& what,
+                Pred pred) {
+  const auto give_up = std::chrono::steady_clock::now() + 120s;
+  std::string last;
+  for (;;) {
+    auto members = chain_of(cluster, path, &last);
+    if (!members.empty() && pred(members)) return true;
+    if (std::chrono::steady_clock::now() > give_up) {
+      ADD_FAILURE() << "waiting for " << what << ", surgectl said last: " << last;
+      return false;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+struct PauseDir {
+  std::string path;
+  PauseDir() {
+    char tmpl[] = "/tmp/surge-chain-order-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) path = tmpl;
+  }
+  ~PauseDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
+// What the writer of the held write saw.
+struct Outcome {
+  std::atomic<bool> done{false};
+  std::string error;  // "" : the write and its fsync returned success
+};
+
+TEST(ChainOrder, WriteHeldPastAResyncReachesEveryMember) {
+  PauseDir pause;
+  ASSERT_FALSE(pause.path.empty()) << "mkdtemp under /tmp failed";
+  // Every data server gets it; only the head of the file's chain serves
+  // client writes, and the second it serves is the held one.
+  const std::string spec = std::string(kPoint) + ":2:" + pause.path;
+  ASSERT_EQ(::setenv("SURGE_ODS_PAUSE_AT", spec.c_str(), 1), 0);
+  ClusterConfig cfg;
+  cfg.ods_count = 2;
+  cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
+  auto c = LocalCluster::Start(cfg);
+  ::unsetenv("SURGE_ODS_PAUSE_AT");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto& cluster = *c;
+  ASSERT_EQ(make_replicated_dir(*cluster, "/o", 2, 1, kIoTimeoutMs), "");
+
+  const std::string path = "/o/f";
+  const std::string first = random_bytes(kBytes, 71);
+  const std::string second = random_bytes(kBytes, 72);
+  auto cl = cluster->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  {
+    auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto w = (*cl)->pwrite(**f, first.data(), first.size(), 0);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*cl)->fsync(**f, false).ok());
+    ASSERT_TRUE((*cl)->close(*f).ok());
+  }
+  ASSERT_FALSE(exists(pause.path + "/" + kPoint + ".held"))
+      << "the first write was held: it took more than one write request";
+
+  std::string why;
+  auto members = chain_of(*cluster, path, &why);
+  ASSERT_EQ(members.size(), 2u) << why;
+  const uint32_t head = members[0].first, tail = members[1].first;
+  int tail_ods = -1;
+  for (int i = 0; i < 2; ++i) {
+    if (target_id_of(*cluster, i) == tail) tail_ods = i;
+  }
+  ASSERT_GE(tail_ods, 0) << "no data server is target " << tail;
+  std::printf("chain of %s: head target %u, tail target %u (data server %d)\n", path.c_str(),
+              head, tail, tail_ods);
+
+  // The tail goes; the MDS takes it out of the chain (a new version).
+  ASSERT_TRUE(cluster->kill_ods(tail_ods).ok());
+  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " out of the chain",
+                         [&](const auto& m) { return state_of(m, tail) != "serving"; }));
+
+  // The second write: admitted at the head under that version, held.
+  Outcome out;
+  std::thread writer([&] {
+    auto wc = cluster->connect(kIoTimeoutMs);
+    if (!wc.ok()) {
+      out.error = "connect: " + wc.status().ToString();
+    } else if (auto f = (*wc)->open(path, O_RDWR); !f.ok()) {
+      out.error = "open: " + f.status().ToString();
+    } else {
+      auto w = (*wc)->pwrite(**f, second.data(), second.size(), 0);
+      Status st = w.ok() ? (*wc)->fsync(**f, false) : w.status();
+      Status closed = (*wc)->close(*f);
+      if (st.ok()) st = closed;
+      out.error = st.ok() ? "" : st.ToString();
+    }
+    out.done = true;
+  });
+  struct Joiner {
+    std::thread& t;
+    std::string go;
+    ~Joiner() {
+      // Whatever failed, let the held request go so the writer ends.
+      if (FILE* f = std::fopen(go.c_str(), "w")) std::fclose(f);
+      if (t.joinable()) t.join();
+    }
+  } joiner{writer, pause.path + "/" + kPoint + ".go"};
+  {
+    const auto give_up = std::chrono::steady_clock::now() + 120s;
+    while (!exists(pause.path + "/" + kPoint + ".held")) {
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up)
+          << "the second write never reached pause point " << kPoint << "; head's log:\n"
+          << cluster->log_tail("ods" + std::to_string(1 - tail_ods));
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  // Meanwhile the tail comes back, is resynced by the head (which compares
+  // the chunk: the held write has not touched it) and serves again.
+  ASSERT_TRUE(cluster->start_ods(tail_ods).ok());
+  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " serving again",
+                         [&](const auto& m) {
+                           return state_of(m, tail) == "serving" && state_of(m, head) == "serving";
+                         }));
+  EXPECT_FALSE(out.done.load()) << "the held write ended while held: " << out.error;
+
+  // Let it go.
+  if (FILE* f = std::fopen(joiner.go.c_str(), "w")) std::fclose(f);
+  writer.join();
+  std::printf("held write: %s\n", out.error.empty() ? "success" : out.error.c_str());
+
+  std::string scrub;
+  EXPECT_EQ(run_surgectl(*cluster, "scrub", &scrub), 0)
+      << "the copies differ after the held write (" << (out.error.empty() ? "success" : out.error)
+      << "):\n"
+      << scrub;
+
+  auto f = (*cl)->open(path, O_RDONLY);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::string got(kBytes, '\0');
+  auto n = (*cl)->pread(**f, got.data(), got.size(), 0);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, kBytes);
+  if (out.error.empty()) {
+    EXPECT_TRUE(got == second) << "the held write succeeded but its bytes do not read back";
+  } else {
+    EXPECT_TRUE(got == first || got == second) << "neither write's bytes read back";
+  }
+  (void)(*cl)->close(*f);
+}
+
+}  // namespace
+}  // namespace surge::test
