@@ -17,6 +17,17 @@ namespace mpb = proto::mds;
 constexpr uint32_t kPage = 1024;
 constexpr auto kReportEvery = std::chrono::seconds(1);
 
+// The syncing member's copy is ours at `version`: complete, at that
+// version, and clean. It syncs at the tail, where every update commits as
+// it is stored, so a dirty copy there is left from before it went away
+// (an update it took as a middle member, or under a chain version that had
+// already moved, that never went on): the same version number need not
+// mean the same bytes then, so it is sent whole.
+bool holds(const pb::ChunkState& theirs, uint64_t version) {
+  return !theirs.incomplete() && theirs.version() == version &&
+         theirs.committed_version() == theirs.version();
+}
+
 }  // namespace
 
 ResyncSource::ResyncSource(ChunkStore& chunks, ChainView& view, ChainForwarder& forwarder,
@@ -127,9 +138,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
       SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, from, kPage));
       for (const auto& [key, rec] : page) {
         auto it = theirs.find(key);
-        if (it != theirs.end() && !it->second.incomplete() && it->second.version() == rec.version) {
-          continue;
-        }
+        if (it != theirs.end() && holds(it->second, rec.version)) continue;
         auto size = chunks_.size(rec);
         p.chunks_total++;
         p.bytes_total += size.ok() ? *size : 0;
@@ -153,8 +162,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
       auto order = order_.lock(key);
       SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.index().get(key));
       auto it = theirs.find(key);
-      const bool same = rec && it != theirs.end() && !it->second.incomplete() &&
-                        it->second.version() == rec->version;
+      const bool same = rec && it != theirs.end() && holds(it->second, rec->version);
       if (it != theirs.end()) theirs.erase(it);
       if (!rec) continue;  // removed meanwhile (the remove went down the chain)
       if (same) {
