@@ -159,7 +159,7 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
     return Status::InvalidArgument(what + ": piece CRCs without a piece size");
   }
   const ChunkKey key = key_of(req.ref());
-  pause_point("write_before_order");
+  PausePoint pause("write_before_order");
   auto order = order_.lock(key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
@@ -587,6 +587,7 @@ Status ChainedChunks::resync(net::RpcContext& ctx, const pb::ResyncChunkRequest&
                              pb::ResyncChunkReply&) {
   const std::string what = "resync of " + name_of(req.ref()) + " from " + ctx.peer();
   const ChunkKey key = key_of(req.ref());
+  PausePoint pause("resync_before_order");
   auto order = order_.lock(key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   if (req.remove()) {

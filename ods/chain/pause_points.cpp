@@ -44,22 +44,37 @@ Armed& armed() {
   return *a;
 }
 
+bool touch(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
 }  // namespace
 
-void pause_point(const char* name) {
+PausePoint::PausePoint(const char* name) {
   Armed& a = armed();
   if (a.at <= 0 || a.name != name) return;
   if (a.passed.fetch_add(1) + 1 != a.at) return;
-  const std::string held = a.dir + "/" + a.name + ".held";
+  held_ = true;
   const std::string go = a.dir + "/" + a.name + ".go";
   SLOG_WARN("pause point {} reached (pass {}): holding until {} exists", a.name, a.at, go);
-  const int fd = ::open(held.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) ::close(fd);
-  if (fd < 0) SLOG_WARN("pause point {}: cannot create {}; holding anyway", a.name, held);
+  if (!touch(a.dir + "/" + a.name + ".held")) {
+    SLOG_WARN("pause point {}: cannot create {}/{}.held; holding anyway", a.name, a.dir, a.name);
+  }
   while (::access(go.c_str(), F_OK) != 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   SLOG_WARN("pause point {} released", a.name);
+}
+
+PausePoint::~PausePoint() {
+  if (!held_) return;
+  Armed& a = armed();
+  if (!touch(a.dir + "/" + a.name + ".done")) {
+    SLOG_WARN("pause point {}: cannot create {}/{}.done", a.name, a.dir, a.name);
+  }
 }
 
 }  // namespace surge::ods

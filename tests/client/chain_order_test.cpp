@@ -17,6 +17,16 @@
 // must then be identical (`surgectl scrub`), and the file reads back as
 // the write left it: its bytes if it succeeded, the first write's or its
 // own if it failed.
+//
+// The same for a piece of a whole-chunk send (resync): on a chain of 3,
+// the tail comes back SYNCING and the middle member, its resync source,
+// sends it a chunk; the first piece is held at the tail, the middle member
+// is SIGKILLed, the head becomes the source, resyncs the tail (the held
+// piece has not touched the chunk, so it is compared as it was) and the MDS
+// makes it SERVING; then the piece is let go. Applied, it would mark the
+// chunk incomplete and empty it on a SERVING member (the chunk
+// client_chain_failover_test once found `incomplete` on a SERVING member:
+// docs/redundancy.md, "Resync").
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -103,6 +113,62 @@ bool wait_chain(const LocalCluster& cluster, const std::string& path, const std:
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// Waits until the file at path exists: a pause point reached or done. A
+// wait for the data server, bounded only so a point never reached fails
+// the test instead of hanging it.
+bool wait_file(const std::string& path) {
+  const auto give_up = std::chrono::steady_clock::now() + 120s;
+  while (!exists(path)) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+void touch(const std::string& path) {
+  if (FILE* f = std::fopen(path.c_str(), "w")) std::fclose(f);
+}
+
+// Writes data to path from offset 0 through cl, with fsync; "" or what
+// failed.
+std::string write_synced(Client& cl, const std::string& path, const std::string& data,
+                         int flags) {
+  auto f = cl.open(path, flags, 0644);
+  if (!f.ok()) return "open " + path + ": " + f.status().ToString();
+  auto w = cl.pwrite(**f, data.data(), data.size(), 0);
+  Status st = w.ok() ? cl.fsync(**f, false) : w.status();
+  Status closed = cl.close(*f);
+  if (st.ok()) st = closed;
+  return st.ok() ? "" : path + ": " + st.ToString();
+}
+
+// The whole file at path through cl (one read past want's size, so a
+// longer file shows).
+std::string read_all(Client& cl, const std::string& path, size_t size) {
+  auto f = cl.open(path, O_RDONLY);
+  if (!f.ok()) return "open: " + f.status().ToString();
+  std::string got(size + 1, '\0');
+  size_t done = 0;
+  while (done < got.size()) {
+    auto n = cl.pread(**f, got.data() + done, got.size() - done, done);
+    if (!n.ok()) return "read at " + std::to_string(done) + ": " + n.status().ToString();
+    if (*n == 0) break;
+    done += *n;
+  }
+  got.resize(done);
+  (void)cl.close(*f);
+  return got;
+}
+
+// The LocalCluster index of the data server registered as target id; -1
+// if none.
+int ods_of(const LocalCluster& cluster, int count, uint32_t id) {
+  for (int i = 0; i < count; ++i) {
+    if (target_id_of(cluster, i) == id) return i;
+  }
+  return -1;
+}
 
 struct PauseDir {
   std::string path;
@@ -239,6 +305,94 @@ TEST(ChainOrder, WriteHeldPastAResyncReachesEveryMember) {
     EXPECT_TRUE(got == first || got == second) << "neither write's bytes read back";
   }
   (void)(*cl)->close(*f);
+}
+
+TEST(ChainOrder, ResyncPieceHeldPastANewSourceLeavesNothingIncomplete) {
+  PauseDir pause;
+  ASSERT_FALSE(pause.path.empty()) << "mkdtemp under /tmp failed";
+  constexpr const char* kResyncPoint = "resync_before_order";
+  ClusterConfig cfg;
+  cfg.ods_count = 3;
+  cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
+  auto c = LocalCluster::Start(cfg);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto& cluster = *c;
+  ASSERT_EQ(make_replicated_dir(*cluster, "/o", 3, 1, kIoTimeoutMs), "");
+
+  // Three whole-chunk pieces (1 MiB each): the first, held, begins the
+  // chunk and is not its last.
+  constexpr size_t kSize = 3 << 20;
+  const std::string path = "/o/g";
+  const std::string first = random_bytes(kSize, 81);
+  const std::string second = random_bytes(kSize, 82);
+  auto cl = cluster->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  ASSERT_EQ(write_synced(**cl, path, first, O_RDWR | O_CREAT | O_EXCL), "");
+
+  std::string why;
+  auto members = chain_of(*cluster, path, &why);
+  ASSERT_EQ(members.size(), 3u) << why;
+  const uint32_t head = members[0].first, middle = members[1].first, tail = members[2].first;
+  const int middle_ods = ods_of(*cluster, 3, middle), tail_ods = ods_of(*cluster, 3, tail);
+  ASSERT_GE(middle_ods, 0) << "no data server is target " << middle;
+  ASSERT_GE(tail_ods, 0) << "no data server is target " << tail;
+  std::printf("chain of %s: head %u, middle %u (data server %d), tail %u (data server %d)\n",
+              path.c_str(), head, middle, middle_ods, tail, tail_ods);
+
+  // The tail goes and misses a write: on return it needs the chunk whole.
+  ASSERT_TRUE(cluster->kill_ods(tail_ods).ok());
+  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " out of the chain",
+                         [&](const auto& m) { return state_of(m, tail) != "serving"; }));
+  ASSERT_EQ(write_synced(**cl, path, second, O_RDWR), "");
+
+  // It comes back with the first resync piece it is sent held.
+  const std::string spec = std::string(kResyncPoint) + ":1:" + pause.path;
+  ASSERT_EQ(::setenv("SURGE_ODS_PAUSE_AT", spec.c_str(), 1), 0);
+  Status started = cluster->start_ods(tail_ods);
+  ::unsetenv("SURGE_ODS_PAUSE_AT");
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  const std::string held = pause.path + "/" + kResyncPoint + ".held";
+  struct Release {
+    std::string go;
+    ~Release() { touch(go); }  // whatever failed, the held piece goes on
+  } release{pause.path + "/" + kResyncPoint + ".go"};
+  ASSERT_TRUE(wait_file(held)) << "no resync piece reached " << kResyncPoint
+                               << " on the returning tail; its log:\n"
+                               << cluster->log_tail("ods" + std::to_string(tail_ods));
+
+  // Its source dies with the piece held; the head resyncs it instead and
+  // the MDS makes it SERVING.
+  ASSERT_TRUE(cluster->kill_ods(middle_ods).ok());
+  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " serving again",
+                         [&](const auto& m) {
+                           return state_of(m, tail) == "serving" &&
+                                  state_of(m, middle) != "serving";
+                         }));
+  EXPECT_FALSE(exists(pause.path + "/" + kResyncPoint + ".done"));
+
+  // The piece goes on, and is through.
+  touch(release.go);
+  ASSERT_TRUE(wait_file(pause.path + "/" + kResyncPoint + ".done"))
+      << "the held resync piece never finished; the tail's log:\n"
+      << cluster->log_tail("ods" + std::to_string(tail_ods));
+
+  // The middle member is down, so not scrubbed (exit 2, not 3): the head's
+  // and the tail's copies are compared.
+  std::string scrub;
+  EXPECT_EQ(run_surgectl(*cluster, "scrub", &scrub), 2)
+      << "the copies differ after the held resync piece went on:\n"
+      << scrub;
+  EXPECT_NE(scrub.find("1 chunks compared, 0 replicas differ"), std::string::npos) << scrub;
+  EXPECT_TRUE(read_all(**cl, path, kSize) == second) << "the file does not read back as written";
+
+  // The middle member returns too and is resynced: three identical copies.
+  ASSERT_TRUE(cluster->start_ods(middle_ods).ok());
+  ASSERT_TRUE(wait_chain(*cluster, path, "every member serving", [&](const auto& m) {
+    return state_of(m, head) == "serving" && state_of(m, middle) == "serving" &&
+           state_of(m, tail) == "serving";
+  }));
+  EXPECT_EQ(run_surgectl(*cluster, "scrub", &scrub), 0) << scrub;
+  EXPECT_TRUE(read_all(**cl, path, kSize) == second) << "the file does not read back as written";
 }
 
 }  // namespace
