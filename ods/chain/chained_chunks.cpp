@@ -478,6 +478,14 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = *found;
   const uint64_t v = req.update_version();
+  // An incomplete copy holds part of a whole-chunk send that was cut short,
+  // under the version it had before: an update applied onto it would leave
+  // it short under a version that looks right. It comes over whole first.
+  if (rec.incomplete) {
+    return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
+                                   " holds it incomplete (a whole-chunk send cut short) at version " +
+                                   std::to_string(rec.version));
+  }
   // Only updates of the life we hold, or a life's first update onto a chunk
   // we do not hold (chunk_lives.h); else the chunk comes over whole.
   const bool fresh_life = rec.version == 0 && !rec.incomplete && first_of_life(v);

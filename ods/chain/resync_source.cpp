@@ -97,12 +97,8 @@ Status ResyncSource::report(const ChainPlace& place, const Progress& p, bool don
   return Status::OK();
 }
 
-Status ResyncSource::resync(const ChainPlace& place) {
-  const auto began = std::chrono::steady_clock::now();
-  SLOG_INFO("resync of chain {} (version {}) to target {} begins", place.chain_id, place.version,
-            place.successor);
+Result<std::map<ChunkKey, pb::ChunkState>> ResyncSource::list_theirs(const ChainPlace& place) {
   SURGE_ASSIGN_OR_RETURN(auto ch, forwarder_.channel(place.successor_address));
-  // What the syncing member holds.
   std::map<ChunkKey, pb::ChunkState> theirs;
   pb::ListChunksRequest lq;
   lq.mutable_ref()->set_target_id(place.successor);
@@ -127,6 +123,15 @@ Status ResyncSource::resync(const ChainPlace& place) {
     lq.mutable_ref()->set_slot(last.slot());
     lq.mutable_ref()->set_position(last.position());
   }
+  return theirs;
+}
+
+Status ResyncSource::resync(const ChainPlace& place) {
+  const auto began = std::chrono::steady_clock::now();
+  SLOG_INFO("resync of chain {} (version {}) to target {} begins", place.chain_id, place.version,
+            place.successor);
+  // What the syncing member holds.
+  SURGE_ASSIGN_OR_RETURN(auto theirs, list_theirs(place));
 
   Progress p;
   // What is to send, measured first (without the update orders: an
@@ -191,6 +196,21 @@ Status ResyncSource::resync(const ChainPlace& place) {
                                                 place.successor_address, key, std::nullopt));
     p.chunks_done++;
     SURGE_RETURN_IF_ERROR(maybe_report());
+  }
+  // Never "done" while the member holds a chunk incomplete: the MDS would
+  // make it SERVING with it. Every chunk was sent whole to the last piece
+  // above, so one incomplete now is a piece of an earlier, cut-short send
+  // that arrived late (issue 18: a SERVING member once held one); the next
+  // round sends it whole again.
+  SURGE_ASSIGN_OR_RETURN(auto after_pass, list_theirs(place));
+  for (const auto& [key, state] : after_pass) {
+    if (state.incomplete()) {
+      return Status::Unavailable("resync of chain " + std::to_string(place.chain_id) +
+                                 " (version " + std::to_string(place.version) + ") to target " +
+                                 std::to_string(place.successor) + " at " +
+                                 place.successor_address + ": " + key.describe() +
+                                 " is incomplete there after the pass; not reporting done");
+    }
   }
   p.chunks_total = p.chunks_done;
   p.bytes_total = p.bytes_done;
