@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
 #include "ods/chain/chunk_lives.h"
+#include "ods/chain/pause_points.h"
 #include "ods/store/block_checksum.h"
 
 namespace surge::ods {
@@ -123,6 +124,16 @@ Status ChainedChunks::commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, 
   return Status::OK();
 }
 
+Status ChainedChunks::still_current(const ChainPlace& place, const std::string& what) {
+  auto now = view_.place(place.chain_id);
+  if (now.ok() && now->version == place.version) return Status::OK();
+  return Status::StaleChain(what + ": chain " + std::to_string(place.chain_id) + " moved from version " +
+                            std::to_string(place.version) + " while the update waited on target " +
+                            std::to_string(view_.own_id()) +
+                            (now.ok() ? " (now " + std::to_string(now->version) + ")"
+                                      : " (" + now.status().message() + ")"));
+}
+
 Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
                             const ChainPlace& place, net::PoolBuffer buf, pb::WriteReply& resp) {
   const std::string what = "write of " + name_of(req.ref());
@@ -148,7 +159,9 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
     return Status::InvalidArgument(what + ": piece CRCs without a piece size");
   }
   const ChunkKey key = key_of(req.ref());
+  PausePoint pause("write_before_order");
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
   const uint32_t pbytes = req.piece_bytes();
@@ -260,6 +273,7 @@ Status ChainedChunks::truncate(const pb::TruncateRequest& req, const ChainPlace&
   }
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
   const uint64_t v = rec.version + 1;
@@ -289,6 +303,7 @@ Status ChainedChunks::remove(const pb::RemoveRequest& req, const ChainPlace& pla
   }
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
   bool existed = false;
   if (rec) {
@@ -331,6 +346,7 @@ Status ChainedChunks::sync(const pb::ChunkRef& ref, const ChainPlace& place) {
   }
   const ChunkKey key = key_of(ref);
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto rec, record(key, ref, false));
   if (!rec) return Status::OK();
   SURGE_RETURN_IF_ERROR(chunks_.sync(key, *rec));
@@ -353,6 +369,7 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
   SURGE_ASSIGN_OR_RETURN(ObjectStore::SpaceOp op, space_op(req.mode(), what));
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
   const uint64_t v = rec.version + 1;
@@ -386,6 +403,7 @@ Result<bool> ChainedChunks::roll_forward(const ChainPlace& place, const ChunkKey
                               " is not the head under version " + std::to_string(place.version));
   }
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, chunks_.find(key, place.chain_id, false));
   if (!found || found->chain_id != place.chain_id || !found->dirty() || found->incomplete) {
     return false;
@@ -415,6 +433,7 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
                            name_of(req.ref()) + " from " + ctx.peer();
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   if (req.kind() == pb::UPDATE_REMOVE) {
     SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
     if (rec) SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, req.sync()));
@@ -459,6 +478,14 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = *found;
   const uint64_t v = req.update_version();
+  // An incomplete copy holds part of a whole-chunk send that was cut short,
+  // under the version it had before: an update applied onto it would leave
+  // it short under a version that looks right. It comes over whole first.
+  if (rec.incomplete) {
+    return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
+                                   " holds it incomplete (a whole-chunk send cut short) at version " +
+                                   std::to_string(rec.version));
+  }
   // Only updates of the life we hold, or a life's first update onto a chunk
   // we do not hold (chunk_lives.h); else the chunk comes over whole.
   const bool fresh_life = rec.version == 0 && !rec.incomplete && first_of_life(v);
@@ -568,7 +595,9 @@ Status ChainedChunks::resync(net::RpcContext& ctx, const pb::ResyncChunkRequest&
                              pb::ResyncChunkReply&) {
   const std::string what = "resync of " + name_of(req.ref()) + " from " + ctx.peer();
   const ChunkKey key = key_of(req.ref());
+  PausePoint pause("resync_before_order");
   auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
   if (req.remove()) {
     SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
     if (rec) SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, false));

@@ -80,6 +80,14 @@ class ChainedChunks {
   // rec as the head takes it for an update: a chunk not held yet starts a
   // new life (chunk_lives.h).
   ChunkRecord begin_life(ChunkRecord rec) const;
+  // Under a chunk's update order: StaleChain unless place's chain is still
+  // at the version the request was admitted under. An update may wait for
+  // buffers and for the update order long after its ref was judged; were it
+  // applied under a chain that moved meanwhile, a resync source could have
+  // compared the chunk already (it compares under the update order, once it
+  // knows the new version) and the update would reach neither the syncing
+  // member nor the comparison, or a member no longer head would take it.
+  Status still_current(const ChainPlace& place, const std::string& what);
   // Marks rec committed at version v (if it still is at v) and stores it.
   Status commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync);
 

@@ -17,6 +17,17 @@ namespace mpb = proto::mds;
 constexpr uint32_t kPage = 1024;
 constexpr auto kReportEvery = std::chrono::seconds(1);
 
+// The syncing member's copy is ours at `version`: complete, at that
+// version, and clean. It syncs at the tail, where every update commits as
+// it is stored, so a dirty copy there is left from before it went away
+// (an update it took as a middle member, or under a chain version that had
+// already moved, that never went on): the same version number need not
+// mean the same bytes then, so it is sent whole.
+bool holds(const pb::ChunkState& theirs, uint64_t version) {
+  return !theirs.incomplete() && theirs.version() == version &&
+         theirs.committed_version() == theirs.version();
+}
+
 }  // namespace
 
 ResyncSource::ResyncSource(ChunkStore& chunks, ChainView& view, ChainForwarder& forwarder,
@@ -86,12 +97,8 @@ Status ResyncSource::report(const ChainPlace& place, const Progress& p, bool don
   return Status::OK();
 }
 
-Status ResyncSource::resync(const ChainPlace& place) {
-  const auto began = std::chrono::steady_clock::now();
-  SLOG_INFO("resync of chain {} (version {}) to target {} begins", place.chain_id, place.version,
-            place.successor);
+Result<std::map<ChunkKey, pb::ChunkState>> ResyncSource::list_theirs(const ChainPlace& place) {
   SURGE_ASSIGN_OR_RETURN(auto ch, forwarder_.channel(place.successor_address));
-  // What the syncing member holds.
   std::map<ChunkKey, pb::ChunkState> theirs;
   pb::ListChunksRequest lq;
   lq.mutable_ref()->set_target_id(place.successor);
@@ -116,6 +123,15 @@ Status ResyncSource::resync(const ChainPlace& place) {
     lq.mutable_ref()->set_slot(last.slot());
     lq.mutable_ref()->set_position(last.position());
   }
+  return theirs;
+}
+
+Status ResyncSource::resync(const ChainPlace& place) {
+  const auto began = std::chrono::steady_clock::now();
+  SLOG_INFO("resync of chain {} (version {}) to target {} begins", place.chain_id, place.version,
+            place.successor);
+  // What the syncing member holds.
+  SURGE_ASSIGN_OR_RETURN(auto theirs, list_theirs(place));
 
   Progress p;
   // What is to send, measured first (without the update orders: an
@@ -127,9 +143,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
       SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, from, kPage));
       for (const auto& [key, rec] : page) {
         auto it = theirs.find(key);
-        if (it != theirs.end() && !it->second.incomplete() && it->second.version() == rec.version) {
-          continue;
-        }
+        if (it != theirs.end() && holds(it->second, rec.version)) continue;
         auto size = chunks_.size(rec);
         p.chunks_total++;
         p.bytes_total += size.ok() ? *size : 0;
@@ -153,8 +167,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
       auto order = order_.lock(key);
       SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.index().get(key));
       auto it = theirs.find(key);
-      const bool same = rec && it != theirs.end() && !it->second.incomplete() &&
-                        it->second.version() == rec->version;
+      const bool same = rec && it != theirs.end() && holds(it->second, rec->version);
       if (it != theirs.end()) theirs.erase(it);
       if (!rec) continue;  // removed meanwhile (the remove went down the chain)
       if (same) {
@@ -183,6 +196,21 @@ Status ResyncSource::resync(const ChainPlace& place) {
                                                 place.successor_address, key, std::nullopt));
     p.chunks_done++;
     SURGE_RETURN_IF_ERROR(maybe_report());
+  }
+  // Never "done" while the member holds a chunk incomplete: the MDS would
+  // make it SERVING with it. Every chunk was sent whole to the last piece
+  // above, so one incomplete now is a piece of an earlier, cut-short send
+  // that arrived late (issue 18: a SERVING member once held one); the next
+  // round sends it whole again.
+  SURGE_ASSIGN_OR_RETURN(auto after_pass, list_theirs(place));
+  for (const auto& [key, state] : after_pass) {
+    if (state.incomplete()) {
+      return Status::Unavailable("resync of chain " + std::to_string(place.chain_id) +
+                                 " (version " + std::to_string(place.version) + ") to target " +
+                                 std::to_string(place.successor) + " at " +
+                                 place.successor_address + ": " + key.describe() +
+                                 " is incomplete there after the pass; not reporting done");
+    }
   }
   p.chunks_total = p.chunks_done;
   p.bytes_total = p.bytes_done;

@@ -6,8 +6,8 @@
 // whole (OdsResyncChunk), removes the ones it no longer holds (it first
 // measures what differs, so its reports carry bytes left), reports
 // progress to the MDS about once a second (MdsReportChainSync) and finally
-// done under the chain version it synced with; the MDS then makes the
-// member SERVING. Each chunk is compared and sent under its update order,
+// done under the chain version it synced with, once a last listing shows
+// no chunk incomplete there; the MDS then makes the member SERVING. Each chunk is compared and sent under its update order,
 // so no forward of a newer version overtakes it. A chain that moves
 // meanwhile (StaleChain anywhere) starts again under its new version;
 // chunks already sent compare equal then and are skipped.
@@ -52,6 +52,8 @@ class ResyncSource {
   // Brings the SYNCING successor of place up to date and reports done.
   Status resync(const ChainPlace& place);
   Status report(const ChainPlace& place, const Progress& p, bool done);
+  // The syncing successor's chunks of place's chain (OdsListChunks, paged).
+  Result<std::map<ChunkKey, proto::ods::ChunkState>> list_theirs(const ChainPlace& place);
 
   ChunkStore& chunks_;
   ChainView& view_;
