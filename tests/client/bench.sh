@@ -24,7 +24,10 @@
 # about as much as 1 GiB/2 s, whoever asks for it: writing fresh files
 # measures that, not Surge (raw dd into a fresh tmpfs: ~400 MB/s; into
 # pages it holds: 13 GB/s). LAYOUT=0 measures fresh files instead.
-#   SIZE=2g REPEAT=3 bash tests/client/bench.sh [BUILD_DIR]
+# Files get the MDS's default redundancy (default_replicas 2: every byte
+# stored twice, so the data servers' ceiling is half dd's); REPLICAS=1 sets
+# one-member chains on the root first, the comparison with dd's one copy.
+#   SIZE=2g REPEAT=3 [REPLICAS=1] bash tests/client/bench.sh [BUILD_DIR]
 # Needs root (tmpfs, FUSE), fio and iperf3 (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -55,7 +58,11 @@ bytes() {  # 2g -> bytes
 total=$(bytes "$SIZE")
 
 "$CLUSTER" start --dir "$DIR" --build "$BUILD" --port "$PORT" --tmpfs 12g >/dev/null
-echo "cluster up in $DIR (object stores on tmpfs); moving $SIZE per phase"
+if [ -n "${REPLICAS:-}" ]; then
+  "$BUILD/tools/surgectl" --mds "$MDS" --key-file "$KEY" setstripe --replicas "$REPLICAS" / >/dev/null
+fi
+echo "cluster up in $DIR (object stores on tmpfs); moving $SIZE per phase;" \
+  "replicas ${REPLICAS:-as the MDS default}"
 
 # -- iperf3: the ceiling ---------------------------------------------------
 iperf3 -s -p $((PORT + 50)) >/dev/null 2>&1 &
