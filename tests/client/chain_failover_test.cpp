@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "tests/client/local_cluster.h"
+#include "tests/client/metrics_page.h"
 
 namespace surge::test {
 namespace {
@@ -45,6 +46,7 @@ class ChainFailover : public ::testing::Test {
   void start(int replicas, int count = 3) {
     ClusterConfig cfg;
     cfg.client_io_timeout_ms = "8000";
+    cfg.metrics = true;  // which transport the data servers used (restart_and_scrub)
     auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
@@ -273,6 +275,19 @@ class ChainFailover : public ::testing::Test {
     EXPECT_EQ(out.find(" 0 chunks compared"), std::string::npos) << out;
     const size_t summary = out.rfind("scrub: ");
     std::printf("after the resync, %s", out.substr(summary).c_str());
+    // Chain forwarding and the resync went over the cluster's transport:
+    // no data server made a call of its own over the other one.
+    const std::string t = cluster_transport(*cluster_);
+    const std::string other = t == "rdma" ? "tcp" : "rdma";
+    for (int i = 0; i < 3; ++i) {
+      const std::string page = ods_metrics_page(*cluster_, i);
+      EXPECT_NE(page, "") << "data server " << i << " serves no metrics page";
+      EXPECT_GT(series_value(page, "surge_net_calls_total{transport=\"" + t + "\",side=\"client\"}"), 0)
+          << "data server " << i << ":\n" << page;
+      EXPECT_EQ(series_value(page, "surge_net_calls_total{transport=\"" + other + "\",side=\"client\"}"), 0)
+          << "data server " << i << " made calls over " << other << " in a " << t << " cluster:\n"
+          << page;
+    }
   }
 
   static constexpr int kIoTimeoutMs = 8000;
@@ -389,7 +404,10 @@ TEST_F(ChainFailover, OneReplicaGivesEioNamingTheChunkTargetAndAddress) {
   EXPECT_NE(st.message().find("chunk " + std::to_string((*f)->ino()) + "/"), std::string::npos)
       << st.ToString();
   EXPECT_NE(st.message().find("data server target "), std::string::npos) << st.ToString();
-  EXPECT_NE(st.message().find(" at tcp://127.0.0.1:"), std::string::npos) << st.ToString();
+  // The address the dead server listened on (tcp:// or, in the Soft-RoCE
+  // VM, rdma://).
+  EXPECT_NE(st.message().find(" at " + cluster_->ods_address(2)), std::string::npos)
+      << st.ToString();
   (void)(*cl)->close(*f);
 }
 
