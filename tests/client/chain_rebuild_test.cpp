@@ -22,6 +22,7 @@
 
 #include "tests/client/chain_state.h"
 #include "tests/client/local_cluster.h"
+#include "tests/client/metrics_page.h"
 
 namespace surge::test {
 namespace {
@@ -42,6 +43,7 @@ class ChainRebuild : public ::testing::Test {
     cfg.ods_count = 4;
     cfg.client_io_timeout_ms = "8000";
     cfg.mds_toml = "[chains]\nreplace_after_ms = 4000\n";
+    cfg.metrics = true;  // which transport the rebuild used (rebuilt_bytes_received)
     auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
@@ -89,6 +91,30 @@ class ChainRebuild : public ::testing::Test {
     }
   }
 
+  // Bytes the surviving data servers (1..3) received as servers over the
+  // cluster's transport: what rebuild sources sent them (over RDMA pulled
+  // with READs, counted by the receiver). Also fails the test if any data
+  // server made a call of its own over the other transport: chain
+  // forwarding, resync and rebuild between data servers go over the
+  // transport the cluster listens on, never a fallback.
+  double survivors_received() {
+    const std::string t = cluster_transport(*cluster_);
+    const std::string other = t == "rdma" ? "tcp" : "rdma";
+    double sum = 0;
+    for (int i = 1; i < 4; ++i) {
+      const std::string page = ods_metrics_page(*cluster_, i);
+      EXPECT_NE(page, "") << "data server " << i << " serves no metrics page";
+      sum += series_value(page, "surge_net_received_bytes_total{transport=\"" + t +
+                                    "\",side=\"server\"}");
+      EXPECT_EQ(series_value(page, "surge_net_calls_total{transport=\"" + other +
+                                       "\",side=\"client\"}"),
+                0)
+          << "data server " << i << " made calls over " << other << " in a " << t
+          << " cluster:\n" << page;
+    }
+    return sum;
+  }
+
   std::vector<ChainState> chains() {
     std::string out;
     EXPECT_EQ(run_surgectl(*cluster_, "--json chains", &out), 0) << out;
@@ -107,11 +133,13 @@ TEST_F(ChainRebuild, ALostTargetIsReplacedInEveryChainAndItsDataRebuilt) {
   const int lost = before.count(victim) ? before.at(victim) : 0;
   ASSERT_GT(lost, 1) << "the victim must be in several chains for spreading to mean anything";
 
+  const double received_before = survivors_received();
   ASSERT_TRUE(cluster_->kill_ods(0).ok());
   const auto killed_at = std::chrono::steady_clock::now();
   // A wait for convergence, not a timed assertion: the bound only keeps a
-  // rebuild that never ends from hanging the test.
-  const auto give_up = killed_at + 180s;
+  // rebuild that never ends from hanging the test (longer in the
+  // Soft-RoCE VM's emulated CPUs).
+  const auto give_up = killed_at + (cluster_transport(*cluster_) == "rdma" ? 600s : 180s);
   std::vector<ChainState> now;
   for (;;) {
     now = chains();
@@ -141,6 +169,15 @@ TEST_F(ChainRebuild, ALostTargetIsReplacedInEveryChainAndItsDataRebuilt) {
   EXPECT_GT(gainers, 1) << "one target took every replacement";
   EXPECT_LT(most, lost);
   for (const auto& c : now) EXPECT_EQ(c.health, "healthy") << "chain " << c.id;
+  // No client I/O ran since the kill: what the survivors received is the
+  // rebuild's chunks (OdsResyncChunk, sent by each chain's source to its
+  // new member), over the cluster's transport: at least one whole chunk
+  // (not every lost chain need hold one).
+  const double rebuilt = survivors_received() - received_before;
+  std::printf("the survivors received %.1f MiB over %s during the rebuild\n", rebuilt / (1 << 20),
+              cluster_transport(*cluster_).c_str());
+  EXPECT_GE(rebuilt, static_cast<double>(kBlock))
+      << "the rebuild's chunks did not come over " << cluster_transport(*cluster_);
 
   verify_all("after the rebuild");
   std::string out;

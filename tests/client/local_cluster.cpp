@@ -80,6 +80,17 @@ std::string addr(int port) { return transport() + "://" + host() + ":" + std::to
 // /metrics is plain HTTP on loopback, whatever the transport.
 std::string metrics_addr(int port) { return "127.0.0.1:" + std::to_string(port); }
 
+// Where the cluster's directory goes: SURGE_TEST_TMPDIR, else TMPDIR, else
+// /tmp. The Soft-RoCE VM sees the host's /tmp over 9p, which has no
+// fallocate and is slow; tests/client/rdma_guest.sh points this at a tmpfs.
+std::string test_tmpdir() {
+  for (const char* var : {"SURGE_TEST_TMPDIR", "TMPDIR"}) {
+    const char* d = std::getenv(var);
+    if (d != nullptr && *d != '\0') return d;
+  }
+  return "/tmp";
+}
+
 // Start-up waits: the RDMA runs are in an emulated VM, several times slower;
 // sanitized builds are too (tests/common/time_scale.h).
 int scaled(int ms) { return sanitizer_scaled(transport() == "rdma" ? ms * 6 : ms); }
@@ -277,8 +288,8 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterConfig& c
   const char* b = std::getenv("SURGE_BUILD_DIR");
   if (b == nullptr) return Status::InvalidArgument("SURGE_BUILD_DIR is not set");
   c->build_ = b;
-  char tmpl[] = "/tmp/surge-client-test-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return Status::FromErrno(errno, "mkdtemp");
+  std::string tmpl = test_tmpdir() + "/surge-client-test-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + tmpl);
   c->dir_ = tmpl;
   // Searchable by everyone: mounts live below it and tests run as nobody.
   chmod(c->dir_.c_str(), 0755);

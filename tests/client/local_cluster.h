@@ -1,7 +1,7 @@
 // LocalCluster: a real Surge cluster for the client tests: one surge-mds and
 // N surge-ods processes on 127.0.0.1 (free ports; over RDMA on
 // SURGE_RDMA_HOST when SURGE_TEST_TRANSPORT=rdma), their data and logs in a
-// fresh temp dir, a generated cluster key, and any number of real FUSE
+// fresh temp dir (under SURGE_TEST_TMPDIR, else TMPDIR, else /tmp), a generated cluster key, and any number of real FUSE
 // mounts (surge-fuse in the foreground, as a child). Everything it started
 // is killed and unmounted in the destructor, on every exit path; children
 // also die with the test process (PR_SET_PDEATHSIG: with the thread that
