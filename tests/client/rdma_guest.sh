@@ -17,8 +17,17 @@
 # The clusters' directories go to the guest's tmpfs /dev/shm
 # (SURGE_TEST_TMPDIR, tests/client/local_cluster.h): the guest's /tmp is
 # the host's over 9p, slow and without fallocate.
+#
+# The chain tests run only when asked (second argument "chains"): in the
+# VM they took 9-10 min at load 12-15, and at that load the emulated data
+# servers missed the test clusters' 3 s heartbeat timeout, so live members
+# were marked down and writers failed (docs/testing.md, "RDMA in the VM").
+# Until the tests scale that timeout in the VM they are not in the default
+# run:  tests/rdma/vm_run.sh --timeout 2400 --mem 3072 -- \
+#         tests/client/rdma_guest.sh build chains
 set -u
-BUILD=${1:?usage: rdma_guest.sh BUILD_DIR}
+BUILD=${1:?usage: rdma_guest.sh BUILD_DIR [chains]}
+CHAINS=${2:-}
 export SURGE_BUILD_DIR=$BUILD SURGE_TEST_TRANSPORT=rdma SURGE_RDMA_HOST=10.99.0.1
 export SURGE_TEST_TMPDIR=${SURGE_TEST_TMPDIR:-/dev/shm}
 # Three of the failover test's six cases, to keep the VM test's time
@@ -46,6 +55,8 @@ run() {  # run TIMEOUT TEST [GTEST ARGS...]
 run "$LIMIT" client_native_test
 run "$LIMIT" client_two_mounts_test
 run "$LIMIT" client_metrics_dashboard_test
-run $((LIMIT * 3)) client_chain_failover_test "--gtest_filter=$CHAIN_FILTER"
-run "$LIMIT" client_chain_rebuild_test
+if [ "$CHAINS" = chains ]; then
+  run $((LIMIT * 3)) client_chain_failover_test "--gtest_filter=$CHAIN_FILTER"
+  run "$LIMIT" client_chain_rebuild_test
+fi
 exit $rc
