@@ -189,14 +189,18 @@ int main(int argc, char** argv) {
     return config_error(st);
   }
   if (Status st = validate_config(cfg); !st.ok()) return config_error(st);
-  if (Status st = daemon::bound_malloc("surge-mds", cfg.malloc_arena_max,
-                                       uint64_t{cfg.malloc_mmap_threshold_kb} << 10);
-      !st.ok()) {
-    return config_error(st);
-  }
+  // Before any thread exists; reported once logging is up.
+  const Status malloc_bounds = daemon::bound_malloc("surge-mds", cfg.malloc_arena_max,
+                                                    uint64_t{cfg.malloc_mmap_threshold_kb} << 10);
   if (Status st = daemon::start_logging("surge-mds", check ? "warn" : cfg.log_level, cfg.log_file);
       !st.ok()) {
     return config_error(st);
+  }
+  // The bounds tune memory, not correctness: an allocator that ignores
+  // mallopt (a sanitizer's, or one preloaded) runs with its own policy.
+  if (!malloc_bounds.ok()) {
+    SLOG_WARN("{}; [memory] bounds not applied, the allocator keeps its own policy",
+                   malloc_bounds.message());
   }
   return check ? run_check(cfg) : run(cfg);
 }
