@@ -101,6 +101,9 @@ Status apply_option(MountConfig& m, const std::string& opt) {
   } else if (key == "io_timeout_ms") {
     SURGE_ASSIGN_OR_RETURN(uint64_t ms, to_uint(key, val));
     m.client.io_timeout = std::chrono::milliseconds(ms);
+  } else if (key == "io_attempt_timeout_ms") {
+    SURGE_ASSIGN_OR_RETURN(uint64_t ms, to_uint(key, val));
+    m.client.io_attempt_timeout = std::chrono::milliseconds(ms);
   } else if (key == "mds_timeout_ms") {
     SURGE_ASSIGN_OR_RETURN(uint64_t ms, to_uint(key, val));
     m.client.mds_timeout = std::chrono::milliseconds(ms);
@@ -161,7 +164,10 @@ std::string usage() {
          "  entry_timeout=S    kernel name cache, seconds (default 1)\n"
          "  attr_timeout=S     kernel attribute cache, seconds (default 1)\n"
          "  negative_timeout=S kernel cache of names that do not exist, seconds (default 1)\n"
-         "  io_timeout_ms=N    a data-server request fails with EIO after N ms (10000)\n"
+         "  io_timeout_ms=N    an IO to the data servers, retries included, fails\n"
+         "                     with EIO after N ms (10000)\n"
+         "  io_attempt_timeout_ms=N  one request of it is retried after N ms\n"
+         "                     (default half of io_timeout_ms)\n"
          "  mds_timeout_ms=N   how long an unreachable MDS is retried (30000)\n"
          "  readahead_kb=N     read-ahead of the mount (default 4096)\n"
          "  max_threads=N      FUSE worker threads (default 16)\n"

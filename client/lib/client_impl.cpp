@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 
 #include "client/lib/proto_convert.h"
@@ -15,6 +16,13 @@ namespace surge::client {
 namespace mds = proto::mds;
 
 namespace {
+
+// ClientOptions::io_attempt_timeout: 0 is half the io timeout, and an
+// attempt never outlasts the IO.
+std::chrono::milliseconds attempt_timeout(const ClientOptions& o) {
+  const auto a = o.io_attempt_timeout.count() > 0 ? o.io_attempt_timeout : o.io_timeout / 2;
+  return std::clamp(a, std::chrono::milliseconds(1), o.io_timeout);
+}
 
 std::string default_client_name() {
   char host[256] = {};
@@ -100,9 +108,9 @@ Status ClientImpl::start() {
       options_.transport.empty() ? std::string("tcp") : options_.transport);
   data_ = std::make_unique<DataPath>(
       map_.get(), ods_channels_.get(),
-      StripeIo::Options{options_.io_timeout, options_.max_inflight_bytes},
-      [this](const mds::ReportTargetFailureRequest& req)
-          -> Result<mds::ReportTargetFailureReply> {
+      StripeIo::Options{options_.io_timeout, attempt_timeout(options_),
+                        options_.max_inflight_bytes},
+      [this](const mds::ReportTargetFailureRequest& req) -> Result<mds::ReportTargetFailureReply> {
         mds::ReportTargetFailureReply resp;
         SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsReportTargetFailure>(req, &resp));
         return resp;
@@ -164,8 +172,9 @@ void ClientImpl::background_loop() {
 // ---- opening files --------------------------------------------------------------
 
 FileRef ClientImpl::make_handle(const Attr& a, const mds::Attr& pa, int flags, const Caller& c) {
-  auto f = std::make_shared<FileImpl>(inodes_.attach(a, file_layout_from_proto(pa.layout()), flags, c),
-                                      flags, c, options_.read_ahead_bytes);
+  auto f =
+      std::make_shared<FileImpl>(inodes_.attach(a, file_layout_from_proto(pa.layout()), flags, c),
+                                 flags, c, options_.read_ahead_bytes);
   f->owner = this;
   return f;
 }

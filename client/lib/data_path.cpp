@@ -86,18 +86,22 @@ Status DataPath::recover(const IoRequest& r, std::vector<PieceFailure> failed,
                              std::to_string(io_timeout_.count()) + " ms)");
     }
     std::this_thread::sleep_for(pause);
-    failed = io_.run(r, std::move(again));
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    failed = io_.run(r, std::move(again),
+                     std::clamp(left, std::chrono::milliseconds(1), io_.options().attempt_timeout));
     ++rounds;
     pause = std::min(std::max(pause * 2, std::chrono::milliseconds(20)),
                      std::chrono::milliseconds(500));
   }
   if (rounds > 0) {
     // A failover done: worth a line at the level tools log at.
-    SLOG_WARN("client: {} piece(s) of inode {} served again after {} ms, {} retry round(s); "
-              "first failure: {}",
-              pieces, r.ino,
-              std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count(),
-              rounds, first.ToString());
+    SLOG_WARN(
+        "client: {} piece(s) of inode {} served again after {} ms, {} retry round(s); "
+        "first failure: {}",
+        pieces, r.ino,
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count(), rounds,
+        first.ToString());
   }
   return Status::OK();
 }
@@ -145,8 +149,8 @@ std::unique_ptr<ReadBatch> DataPath::start_read(uint64_t ino, const FileLayout& 
   return b;
 }
 
-Status DataPath::fallocate(uint64_t ino, const FileLayout& layout, uint64_t offset,
-                           uint64_t length, proto::ods::FallocateMode mode, bool keep_size) {
+Status DataPath::fallocate(uint64_t ino, const FileLayout& layout, uint64_t offset, uint64_t length,
+                           proto::ods::FallocateMode mode, bool keep_size) {
   // Reserve, punch and zero are idempotent: redoing a chunk's range is safe.
   IoRequest r = make_request(IoOp::kFallocate, ino, layout, nullptr);
   r.mode = mode;

@@ -22,6 +22,10 @@
 // Anything else is the error. The application sees an error (EIO) only
 // when a piece has no member left to try, or the io timeout has passed
 // since the IO began; the error names the chunk, the target and address.
+// Each attempt may take the attempt timeout (half the io timeout by
+// default), a retry no more than what is left: a request stalled on a
+// server that is being killed then still leaves time for a retry on the
+// chain the MDS makes without it.
 #pragma once
 
 #include <chrono>

@@ -35,7 +35,7 @@ const char* verb(IoOp op) {
 }
 
 void set_ref(ods::ChunkRef* ref, const ChunkPiece& c, uint32_t target, uint64_t chain_version) {
-  ref->set_target_id(target);  // refused if the address now serves another target
+  ref->set_target_id(target);   // refused if the address now serves another target
   if (c.chain_id == 0) return;  // format 1: the legacy object named by object_id
   ref->set_chain_id(c.chain_id);
   ref->set_chain_version(chain_version);
@@ -111,7 +111,9 @@ IoRequest make_request(IoOp op, uint64_t ino, const FileLayout& layout, const vo
   return r;
 }
 
-bool is_refusal(Code c) { return c == Code::kWrongTarget || c == Code::kStaleChain; }
+bool is_refusal(Code c) {
+  return c == Code::kWrongTarget || c == Code::kStaleChain;
+}
 
 bool is_unreachable(Code c) {
   return c == Code::kDisconnected || c == Code::kConnectionRefused || c == Code::kTimedOut ||
@@ -122,8 +124,9 @@ Status StripeIo::check(const IoRequest& r) {
   Status st = validate(r.layout, r.ino);
   if (!st.ok()) return Status::Corruption(st.message());
   if (r.layout.erasure()) {
-    return Status::NotSupported("inode " + std::to_string(r.ino) + " has an erasure-coded layout (" +
-                                surge::describe(r.layout) + "), which this client cannot read or write");
+    return Status::NotSupported("inode " + std::to_string(r.ino) +
+                                " has an erasure-coded layout (" + surge::describe(r.layout) +
+                                "), which this client cannot read or write");
   }
   return Status::OK();
 }
@@ -203,8 +206,7 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
     channels_->drop(a.addr);
     return fail(ch.status(), true, false);
   }
-  net::PendingCall call =
-      send(**ch, b.req_, a.piece, a.target_id, a.chain_version, options_.io_timeout);
+  net::PendingCall call = send(**ch, b.req_, a.piece, a.target_id, a.chain_version, b.timeout_);
   b.inflight_bytes_ += c.length;
   b.calls_.push_back(IoBatch::Call{std::move(call), std::move(a)});
 }
@@ -236,8 +238,8 @@ void IoBatch::finish_front() {
       }
       if (!st.ok()) break;
       if (reply.length() > p.length) {
-        st = Status::ProtocolError("returned " + std::to_string(reply.length()) +
-                                   " bytes for a " + std::to_string(p.length) + "-byte read");
+        st = Status::ProtocolError("returned " + std::to_string(reply.length()) + " bytes for a " +
+                                   std::to_string(p.length) + "-byte read");
       } else if (crc32c(dst, reply.length()) != reply.crc32c()) {
         st = Status::Corruption("checksum mismatch");
       } else if (reply.length() < p.length) {
@@ -271,6 +273,7 @@ std::unique_ptr<IoBatch> StripeIo::start(const IoRequest& r, uint64_t offset, ui
   auto b = std::make_unique<IoBatch>();
   b->io_ = this;
   b->req_ = r;
+  b->timeout_ = options_.attempt_timeout;
   Status bad = check(r);
   if (!bad.ok()) {
     b->done_ = true;
@@ -283,9 +286,15 @@ std::unique_ptr<IoBatch> StripeIo::start(const IoRequest& r, uint64_t offset, ui
 }
 
 std::vector<PieceFailure> StripeIo::run(const IoRequest& r, std::vector<IoPiece> pieces) {
+  return run(r, std::move(pieces), options_.attempt_timeout);
+}
+
+std::vector<PieceFailure> StripeIo::run(const IoRequest& r, std::vector<IoPiece> pieces,
+                                        std::chrono::milliseconds timeout) {
   IoBatch b;
   b.io_ = this;
   b.req_ = r;
+  b.timeout_ = timeout;
   for (IoPiece& p : pieces) {
     while (!b.calls_.empty() && b.inflight_bytes_ + p.chunk.length > options_.max_inflight_bytes) {
       b.finish_front();

@@ -112,6 +112,7 @@ class IoBatch {
   IoRequest req_;
   std::deque<Call> calls_;
   uint64_t inflight_bytes_ = 0;
+  std::chrono::milliseconds timeout_{0};  // of each request it sends
   std::vector<PieceFailure> failed_;
   OnFailed on_failed_;
   bool done_ = false;
@@ -125,7 +126,8 @@ class StripeIo {
   static constexpr uint64_t kMaxPiece = 1u << 20;
 
   struct Options {
-    std::chrono::milliseconds io_timeout{10000};
+    std::chrono::milliseconds io_timeout{10000};       // an IO, retries included
+    std::chrono::milliseconds attempt_timeout{10000};  // one request (<= io_timeout)
     size_t max_inflight_bytes = 32u << 20;
   };
   StripeIo(ClusterMapCache* map, net::ChannelPool* channels, Options options)
@@ -143,8 +145,12 @@ class StripeIo {
   // it keeps in flight. A layout check() refuses fails the batch's wait().
   std::unique_ptr<IoBatch> start(const IoRequest& r, uint64_t offset, uint64_t len);
   // Issues the pieces with at most max_inflight_bytes outstanding and
-  // waits for all; returns the ones that failed.
+  // waits for all; returns the ones that failed. Each request may take
+  // timeout (the attempt timeout when not given).
   std::vector<PieceFailure> run(const IoRequest& r, std::vector<IoPiece> pieces);
+  std::vector<PieceFailure> run(const IoRequest& r, std::vector<IoPiece> pieces,
+                                std::chrono::milliseconds timeout);
+  const Options& options() const { return options_; }
 
   // The error the application sees for a failed piece: its status with
   // what was done, to which chunk (or object), target and address.

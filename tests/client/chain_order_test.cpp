@@ -57,35 +57,6 @@ constexpr size_t kBytes = 64 << 10;
 constexpr int kIoTimeoutMs = 120000;
 constexpr const char* kPoint = "write_before_order";
 
-// The members of the chain of slot 0 of path, head first, as `surgectl
-// getstripe` prints them ("  slot 0: chain C version V health: T1 serving,
-// T2 syncing"): target id and state; empty if it cannot be read (the
-// output in *why).
-std::vector<std::pair<uint32_t, std::string>> chain_of(const LocalCluster& cluster,
-                                                       const std::string& path, std::string* why) {
-  std::string out;
-  if (run_surgectl(cluster, "getstripe " + path, &out) != 0) {
-    *why = "getstripe " + path + ": " + out;
-    return {};
-  }
-  *why = out;
-  const size_t slot = out.find("slot 0: chain ");
-  const size_t colon = slot == std::string::npos ? slot : out.find(": ", slot + 7);
-  if (colon == std::string::npos) return {};
-  std::vector<std::pair<uint32_t, std::string>> members;
-  const size_t eol = out.find('\n', colon);
-  for (size_t at = colon + 2; at < eol;) {
-    char* end = nullptr;
-    const auto id = static_cast<uint32_t>(std::strtoul(out.c_str() + at, &end, 10));
-    size_t next = out.find(", ", at);
-    if (next == std::string::npos || next > eol) next = eol;
-    const size_t st = static_cast<size_t>(end - out.c_str()) + 1;
-    members.emplace_back(id, st < next ? out.substr(st, next - st) : "");
-    at = next + 2;
-  }
-  return members;
-}
-
 std::string state_of(const std::vector<std::pair<uint32_t, std::string>>& members, uint32_t id) {
   for (const auto& [t, st] : members) {
     if (t == id) return st;
@@ -112,7 +83,9 @@ bool wait_chain(const LocalCluster& cluster, const std::string& path, const std:
   }
 }
 
-bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
 
 // Waits until the file at path exists: a pause point reached or done. A
 // wait for the data server, bounded only so a point never reached fails
@@ -132,8 +105,7 @@ void touch(const std::string& path) {
 
 // Writes data to path from offset 0 through cl, with fsync; "" or what
 // failed.
-std::string write_synced(Client& cl, const std::string& path, const std::string& data,
-                         int flags) {
+std::string write_synced(Client& cl, const std::string& path, const std::string& data, int flags) {
   auto f = cl.open(path, flags, 0644);
   if (!f.ok()) return "open " + path + ": " + f.status().ToString();
   auto w = cl.pwrite(**f, data.data(), data.size(), 0);
@@ -159,15 +131,6 @@ std::string read_all(Client& cl, const std::string& path, size_t size) {
   got.resize(done);
   (void)cl.close(*f);
   return got;
-}
-
-// The LocalCluster index of the data server registered as target id; -1
-// if none.
-int ods_of(const LocalCluster& cluster, int count, uint32_t id) {
-  for (int i = 0; i < count; ++i) {
-    if (target_id_of(cluster, i) == id) return i;
-  }
-  return -1;
 }
 
 struct PauseDir {
@@ -229,8 +192,8 @@ TEST(ChainOrder, WriteHeldPastAResyncReachesEveryMember) {
     if (target_id_of(*cluster, i) == tail) tail_ods = i;
   }
   ASSERT_GE(tail_ods, 0) << "no data server is target " << tail;
-  std::printf("chain of %s: head target %u, tail target %u (data server %d)\n", path.c_str(),
-              head, tail, tail_ods);
+  std::printf("chain of %s: head target %u, tail target %u (data server %d)\n", path.c_str(), head,
+              tail, tail_ods);
 
   // The tail goes; the MDS takes it out of the chain (a new version).
   ASSERT_TRUE(cluster->kill_ods(tail_ods).ok());
@@ -363,11 +326,10 @@ TEST(ChainOrder, ResyncPieceHeldPastANewSourceLeavesNothingIncomplete) {
   // Its source dies with the piece held; the head resyncs it instead and
   // the MDS makes it SERVING.
   ASSERT_TRUE(cluster->kill_ods(middle_ods).ok());
-  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " serving again",
-                         [&](const auto& m) {
-                           return state_of(m, tail) == "serving" &&
-                                  state_of(m, middle) != "serving";
-                         }));
+  ASSERT_TRUE(wait_chain(
+      *cluster, path, "target " + std::to_string(tail) + " serving again", [&](const auto& m) {
+        return state_of(m, tail) == "serving" && state_of(m, middle) != "serving";
+      }));
   EXPECT_FALSE(exists(pause.path + "/" + kResyncPoint + ".done"));
 
   // The piece goes on, and is through.

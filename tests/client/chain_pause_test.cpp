@@ -41,48 +41,24 @@ constexpr int kIoTimeoutMs = 30000;
 constexpr int kCycles = 10;
 
 std::string data_of(int writer, int file) {
-  return random_bytes(kFileBytes, 9000 + static_cast<uint64_t>(writer) * 1000 +
-                                      static_cast<uint64_t>(file));
+  return random_bytes(kFileBytes,
+                      9000 + static_cast<uint64_t>(writer) * 1000 + static_cast<uint64_t>(file));
 }
 
-// The members of the chain of slot 0 of path, head first, as `surgectl
-// getstripe` prints them ("  slot 0: chain C version V health: T1 serving,
-// T2 syncing"): target id and state; empty (and a failure added) if it
-// cannot be read.
+// chain_of and ods_of (chain_state.h), a failure added when they find
+// nothing.
 std::vector<std::pair<uint32_t, std::string>> chain_of(const LocalCluster& cluster,
                                                        const std::string& path) {
-  std::string out;
-  if (run_surgectl(cluster, "getstripe " + path, &out) != 0) {
-    ADD_FAILURE() << "getstripe " << path << ": " << out;
-    return {};
-  }
-  const size_t slot = out.find("slot 0: chain ");
-  const size_t colon = slot == std::string::npos ? slot : out.find(": ", slot + 7);
-  if (colon == std::string::npos) {
-    ADD_FAILURE() << "getstripe " << path << " names no chain: " << out;
-    return {};
-  }
-  std::vector<std::pair<uint32_t, std::string>> members;
-  const size_t eol = out.find('\n', colon);
-  for (size_t at = colon + 2; at < eol;) {
-    char* end = nullptr;
-    const auto id = static_cast<uint32_t>(std::strtoul(out.c_str() + at, &end, 10));
-    size_t next = out.find(", ", at);
-    if (next == std::string::npos || next > eol) next = eol;
-    const size_t st = static_cast<size_t>(end - out.c_str()) + 1;
-    members.emplace_back(id, st < next ? out.substr(st, next - st) : "");
-    at = next + 2;
-  }
+  std::string why;
+  auto members = chain_of(cluster, path, &why);
+  if (members.empty()) ADD_FAILURE() << "no chain for slot 0 of " << path << ": " << why;
   return members;
 }
 
-// The LocalCluster index of the data server registered as target id.
 int ods_of(const LocalCluster& cluster, uint32_t id) {
-  for (int i = 0; i < 3; ++i) {
-    if (target_id_of(cluster, i) == id) return i;
-  }
-  ADD_FAILURE() << "no data server is target " << id;
-  return -1;
+  const int i = ods_of(cluster, 3, id);
+  if (i < 0) ADD_FAILURE() << "no data server is target " << id;
+  return i;
 }
 
 std::string describe(const std::vector<std::pair<uint32_t, std::string>>& members) {
@@ -229,8 +205,8 @@ TEST(ChainPause, PausedDataServersLoseNoAcknowledgedByte) {
     got.resize(done);
     size_t first = 0;
     while (first < std::min(got.size(), data.size()) && got[first] == data[first]) ++first;
-    EXPECT_TRUE(got == data) << path << ": " << done << " bytes read back, not the "
-                             << data.size() << " written; first difference at byte " << first;
+    EXPECT_TRUE(got == data) << path << ": " << done << " bytes read back, not the " << data.size()
+                             << " written; first difference at byte " << first;
     (void)(*cl)->close(*f);
   }
 

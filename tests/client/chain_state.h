@@ -104,4 +104,43 @@ inline uint32_t target_id_of(const LocalCluster& cluster, int i) {
   return 0;
 }
 
+// The members of the chain of slot 0 of path, head first, as `surgectl
+// getstripe` prints them ("  slot 0: chain C version V health: T1 serving,
+// T2 syncing"): target id and state; empty if it cannot be read (the
+// output in *why).
+inline std::vector<std::pair<uint32_t, std::string>> chain_of(const LocalCluster& cluster,
+                                                              const std::string& path,
+                                                              std::string* why) {
+  std::string out;
+  if (run_surgectl(cluster, "getstripe " + path, &out) != 0) {
+    *why = "getstripe " + path + ": " + out;
+    return {};
+  }
+  *why = out;
+  const size_t slot = out.find("slot 0: chain ");
+  const size_t colon = slot == std::string::npos ? slot : out.find(": ", slot + 7);
+  if (colon == std::string::npos) return {};
+  std::vector<std::pair<uint32_t, std::string>> members;
+  const size_t eol = out.find('\n', colon);
+  for (size_t at = colon + 2; at < eol;) {
+    char* end = nullptr;
+    const auto id = static_cast<uint32_t>(std::strtoul(out.c_str() + at, &end, 10));
+    size_t next = out.find(", ", at);
+    if (next == std::string::npos || next > eol) next = eol;
+    const size_t st = static_cast<size_t>(end - out.c_str()) + 1;
+    members.emplace_back(id, st < next ? out.substr(st, next - st) : "");
+    at = next + 2;
+  }
+  return members;
+}
+
+// The LocalCluster index of the data server registered as target id; -1
+// if none.
+inline int ods_of(const LocalCluster& cluster, int count, uint32_t id) {
+  for (int i = 0; i < count; ++i) {
+    if (target_id_of(cluster, i) == id) return i;
+  }
+  return -1;
+}
+
 }  // namespace surge::test

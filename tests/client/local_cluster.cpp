@@ -184,7 +184,8 @@ Status LocalCluster::start_mds() {
   {
     std::ofstream f(conf);
     f << "[orphans]\ninterval_ms = 200\nstartup_grace_ms = 1000\n"
-      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = 3000\n";
+      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = " << cfg_.target_timeout_ms
+      << "\n";
     if (cfg_.default_replicas >= 0) {
       f << "[namespace]\ndefault_replicas = " << cfg_.default_replicas << "\n";
     }

@@ -1,8 +1,8 @@
 // LocalCluster: a real Surge cluster for the client tests: one surge-mds and
 // N surge-ods processes on 127.0.0.1 (free ports; over RDMA on
 // SURGE_RDMA_HOST when SURGE_TEST_TRANSPORT=rdma), their data and logs in a
-// fresh temp dir (under SURGE_TEST_TMPDIR, else TMPDIR, else /tmp), a generated cluster key, and any number of real FUSE
-// mounts (surge-fuse in the foreground, as a child). Everything it started
+// fresh temp dir (under SURGE_TEST_TMPDIR, else TMPDIR, else /tmp), a generated cluster key, and
+// any number of real FUSE mounts (surge-fuse in the foreground, as a child). Everything it started
 // is killed and unmounted in the destructor, on every exit path; children
 // also die with the test process (PR_SET_PDEATHSIG: with the thread that
 // started them, so a thread that restarts daemons must outlive them), and mounts use
@@ -26,6 +26,9 @@ struct ClusterConfig {
   uint32_t stripe_size = 0;
   uint32_t stripe_count = 0;
   std::string client_io_timeout_ms = "3000";
+  // [targets] timeout_ms of the MDS: a data server silent this long is
+  // marked down by the heartbeat check alone.
+  int target_timeout_ms = 3000;
   // Appended to the MDS's config file (TOML sections of its own, e.g.
   // "[chains]\nreplace_after_ms = 4000\n").
   std::string mds_toml;
@@ -85,8 +88,8 @@ class LocalCluster {
   Status unmount(const std::string& mountpoint);
 
   // Fault injection.
-  Status kill_ods(int i);         // SIGKILL, waits for the exit
-  Status start_ods(int i);        // same data dir and port as before
+  Status kill_ods(int i);   // SIGKILL, waits for the exit
+  Status start_ods(int i);  // same data dir and port as before
   // A new data server (the next index, a fresh data dir and port), up in
   // the map when it returns; its index in *index.
   Status add_ods(int* index);

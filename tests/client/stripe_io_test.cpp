@@ -3,6 +3,8 @@
 // here): every boundary, holes and short objects read as zeros, CRC32C both
 // ways, pieces larger than the per-request limit, bounded bytes in flight,
 // and a dead or stopped data server failing with EIO in bounded time.
+#include "client/lib/stripe_io.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,7 +19,6 @@
 #include <filesystem>
 #include <thread>
 
-#include "client/lib/stripe_io.h"
 #include "net/cluster_key.h"
 #include "tests/client/local_cluster.h"
 #include "tests/common/time_scale.h"
@@ -54,9 +55,8 @@ class StripeIoTest : public ::testing::Test {
       t->set_state(proto::mds::TARGET_UP);
     }
     map_.set_version(1);
-    cache_ = std::make_unique<ClusterMapCache>([this]() -> Result<proto::mds::ClusterMap> {
-      return map_;
-    }, "tcp");
+    cache_ = std::make_unique<ClusterMapCache>(
+        [this]() -> Result<proto::mds::ClusterMap> { return map_; }, "tcp");
     net::ChannelOptions co;
     co.cluster_key = key_;
     // 1 s (longer in sanitized builds): the stopped-server case waits it out.
@@ -64,7 +64,8 @@ class StripeIoTest : public ::testing::Test {
     co.call_timeout = test::sanitizer_scaled(1000ms);
     channels_ = std::make_unique<net::ChannelPool>(co);
     io_ = std::make_unique<StripeIo>(cache_.get(), channels_.get(),
-                                     StripeIo::Options{test::sanitizer_scaled(1000ms), 4u << 20});
+                                     StripeIo::Options{test::sanitizer_scaled(1000ms),
+                                                       test::sanitizer_scaled(1000ms), 4u << 20});
     layout_.stripe_size = 64 * 1024;
     layout_.stripe_count = 3;
     layout_.targets = {10, 11, 12};
@@ -128,8 +129,8 @@ TEST_F(StripeIoTest, RoundTripsAtEveryBoundary) {
   const uint64_t S = layout_.stripe_size, R = 3 * S;
   uint64_t object = 100;
   for (uint64_t off : {uint64_t{0}, uint64_t{7}, S - 1, S, R, R + S - 3}) {
-    for (uint64_t len : {uint64_t{1}, S - 1, S, S + 1, R - 1, R, R + 1, 3 * R + 5,
-                         uint64_t{(5u << 20) + 3}}) {
+    for (uint64_t len :
+         {uint64_t{1}, S - 1, S, S + 1, R - 1, R, R + 1, 3 * R + 5, uint64_t{(5u << 20) + 3}}) {
       ++object;
       std::string data = test::random_bytes(len, object);
       ASSERT_TRUE(io_->write(object, layout_, data.data(), len, off).ok()) << off << "+" << len;
@@ -181,7 +182,8 @@ TEST_F(StripeIoTest, StoppedDataServerTimesOutWithEio) {
   auto took = std::chrono::steady_clock::now() - t0;
   kill(pids_[2], SIGCONT);
   EXPECT_EQ(r.to_errno(), EIO) << r.ToString();
-  EXPECT_LT(took, test::sanitizer_scaled(10s)) << "io timeout is " << test::sanitizer_scaled(1s).count() << " s";
+  EXPECT_LT(took, test::sanitizer_scaled(10s))
+      << "io timeout is " << test::sanitizer_scaled(1s).count() << " s";
 }
 
 TEST_F(StripeIoTest, ManyConcurrentIosShareTheChannels) {

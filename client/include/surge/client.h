@@ -50,8 +50,13 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{3000};
   // Metadata calls; an MDS that is restarting is retried for this long.
   std::chrono::milliseconds mds_timeout{30000};
-  // One data-server request: past this it fails with EIO.
+  // One IO to the data servers, retries included: past this it fails
+  // with EIO.
   std::chrono::milliseconds io_timeout{10000};
+  // One attempt of it (a request to one data server). Below io_timeout so
+  // that a request stalled on a server that is dying leaves time to retry
+  // on the chain the MDS makes without it. 0: half of io_timeout.
+  std::chrono::milliseconds io_attempt_timeout{0};
   // Bound on file bytes in flight to data servers per IO call.
   size_t max_inflight_bytes = 32u << 20;
   // Write behind: pwrite copies the data and returns once it is sent, with
@@ -139,8 +144,8 @@ struct SetAttr {
 
 struct DirEntry {
   std::string name;
-  Attr attr;           // readdirplus: full attributes
-  uint64_t cookie = 0; // resume readdir after this entry
+  Attr attr;            // readdirplus: full attributes
+  uint64_t cookie = 0;  // resume readdir after this entry
 };
 struct DirPage {
   std::vector<DirEntry> entries;
@@ -230,8 +235,7 @@ class Client {
   // A size change truncates (or extends) the file at the MDS and on the
   // data servers.
   virtual Result<Attr> setattr(Ino ino, const SetAttr& sa, const Caller& c) = 0;
-  virtual Result<Attr> mkdir(Ino parent, std::string_view name, uint32_t mode,
-                             const Caller& c) = 0;
+  virtual Result<Attr> mkdir(Ino parent, std::string_view name, uint32_t mode, const Caller& c) = 0;
   virtual Result<Attr> mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
                              const Caller& c) = 0;
   virtual Result<Attr> symlink(Ino parent, std::string_view name, std::string_view target,
@@ -247,8 +251,8 @@ class Client {
   virtual Result<DirPage> readdir(Ino dir, uint64_t cookie, size_t max_entries,
                                   const Caller& c) = 0;
   virtual Result<std::string> getxattr(Ino ino, std::string_view name, const Caller& c) = 0;
-  virtual Status setxattr(Ino ino, std::string_view name, std::string_view value,
-                          uint32_t flags, const Caller& c) = 0;
+  virtual Status setxattr(Ino ino, std::string_view name, std::string_view value, uint32_t flags,
+                          const Caller& c) = 0;
   virtual Result<std::vector<std::string>> listxattr(Ino ino, const Caller& c) = 0;
   virtual Status removexattr(Ino ino, std::string_view name, const Caller& c) = 0;
   virtual Result<FsStat> statfs() = 0;
