@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
   // mallopt (a sanitizer's, or one preloaded) runs with its own policy.
   if (!malloc_bounds.ok()) {
     SLOG_WARN("{}; [memory] bounds not applied, the allocator keeps its own policy",
-                   malloc_bounds.message());
+              malloc_bounds.message());
   }
   return check ? run_check(cfg) : run(cfg);
 }

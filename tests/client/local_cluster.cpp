@@ -191,8 +191,8 @@ Status LocalCluster::start_mds() {
   {
     std::ofstream f(conf);
     f << "[orphans]\ninterval_ms = 200\nstartup_grace_ms = 1000\n"
-      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = " << target_timeout(cfg_.target_timeout_ms)
-      << "\n";
+      << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = "
+      << target_timeout(cfg_.target_timeout_ms) << "\n";
     if (cfg_.default_replicas >= 0) {
       f << "[namespace]\ndefault_replicas = " << cfg_.default_replicas << "\n";
     }
