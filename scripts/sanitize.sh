@@ -5,7 +5,7 @@
 #         ctest -L 'unit|integration|fuse' (the RDMA VM tests are left out)
 #   tsan: build-tsan/, gcc -fsanitize=thread (SURGE_TSAN),
 #         ctest -R '^(net|client)_' -LE rdma (the transport and the client),
-#         but client_chain_restart_test
+#         but client_chain_restart_test, _failover_test and _pause_test
 #
 #   bash scripts/sanitize.sh               # asan, then tsan
 #   bash scripts/sanitize.sh asan          # one of them
@@ -36,9 +36,15 @@ run_kind() {
       # client_chain_restart_test is left out: each of its cases catches a
       # transient (a member syncing, a chain rebuilding) by polling
       # surgectl, a process start per poll, and under TSan the transient
-      # ended between two polls in 3 of 6 runs of a case (docs/testing.md). It runs
-      # in main and under ASan.
-      slice=(-R '^(net|client)_' -E '^client_chain_restart_test$' -LE rdma)
+      # ended between two polls in 3 of 6 runs of a case (docs/testing.md).
+      # client_chain_failover_test and client_chain_pause_test are left
+      # out for time (209 s and 140 s of the part's 892 s; the whole CI run
+      # must stay under an hour): the retry and failover paths they drive
+      # still run under TSan in client_chain_stall_test,
+      # client_chain_cycle_test and client_failover_test. All three run in
+      # main and under ASan.
+      slice=(-R '^(net|client)_'
+        -E '^client_chain_(restart|failover|pause)_test$' -LE rdma)
       ;;
     *)
       echo "sanitize: unknown kind '$kind' (asan or tsan)" >&2
