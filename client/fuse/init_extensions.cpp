@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "client/fuse/fuse_abi.h"
 #include "common/log.h"
 
 namespace surge::fuse {
@@ -17,10 +18,9 @@ namespace surge::fuse {
 namespace {
 
 // The kernel's ABI (include/uapi/linux/fuse.h), which libfuse 3.14 keeps
-// private: only the offsets this file reads or writes.
+// private: only the offsets this file reads or writes (the request
+// header's are in fuse_abi.h).
 constexpr uint32_t kOpInit = 26;
-constexpr size_t kInHeaderSize = 40;          // fuse_in_header
-constexpr size_t kInOpcodeAt = 4;             // uint32 opcode
 constexpr size_t kInUniqueAt = 8;             // uint64 unique
 constexpr size_t kInitInFlagsAt = 12;         // fuse_init_in.flags
 constexpr size_t kInitInFlags2At = 16;        // fuse_init_in.flags2

@@ -3,15 +3,15 @@
 #include <cstddef>
 #include <cstring>
 
+#include "client/fuse/fuse_abi.h"
 #include "client/fuse/fuse_loop.h"
 
 namespace surge::fuse {
 
 namespace {
 
-// The kernel's ABI (include/uapi/linux/fuse.h): only what is read here.
-constexpr size_t kInHeaderSize = 40;  // fuse_in_header
-constexpr size_t kOpcodeAt = 4;
+// The kernel's ABI (include/uapi/linux/fuse.h): only what is read here;
+// the header's offsets are in fuse_abi.h.
 constexpr uint32_t kOpSetattr = 4, kOpOpen = 14, kOpWrite = 16;
 constexpr size_t kSetattrValidAt = 0;      // fuse_setattr_in.valid
 constexpr uint32_t kFattrKillSuidgid = 1u << 15;
@@ -25,7 +25,7 @@ bool request_flag(uint32_t opcode, size_t at, uint32_t bit) {
   const std::byte* req = current_request(&len);
   if (req == nullptr || len < kInHeaderSize + at + 4) return false;
   uint32_t op, v;
-  std::memcpy(&op, req + kOpcodeAt, 4);
+  std::memcpy(&op, req + kInOpcodeAt, 4);
   if (op != opcode) return false;
   std::memcpy(&v, req + kInHeaderSize + at, 4);
   return (v & bit) != 0;

@@ -18,13 +18,6 @@ namespace pb = proto::mds;
 
 namespace {
 
-bool has_member(const pb::Chain& c, uint32_t target) {
-  for (const auto& m : c.members()) {
-    if (m.target_id() == target) return true;
-  }
-  return false;
-}
-
 // A chain may give up a member to rebalance only when it is whole and
 // quiet: replicated, every member SERVING, no move under way.
 bool movable(const pb::Chain& c) {
@@ -90,8 +83,8 @@ std::vector<pb::ChainMoveOfChain> ChainTable::rebalance(
         if (gap <= 1) break;
         int64_t best = 0;
         for (const auto& [id, c] : chains_) {
-          if (taken.count(id) || !movable(c) || !has_member(c, s->second) ||
-              has_member(c, d->second)) {
+          if (taken.count(id) || !movable(c) || !chain_has_member(c, s->second) ||
+              chain_has_member(c, d->second)) {
             continue;
           }
           const int64_t w = weight(id);

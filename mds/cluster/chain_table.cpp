@@ -30,13 +30,6 @@ pb::ChainMember* member_of(pb::Chain& c, uint32_t target) {
   return nullptr;
 }
 
-bool has_member(const pb::Chain& c, uint32_t target) {
-  for (const auto& m : c.members()) {
-    if (m.target_id() == target) return true;
-  }
-  return false;
-}
-
 void erase_member(pb::Chain& c, uint32_t target) {
   auto* ms = c.mutable_members();
   for (int i = 0; i < ms->size(); ++i) {
@@ -309,14 +302,14 @@ bool ChainTable::reform_all(const std::vector<uint32_t>& target_ids, uint64_t no
 
 uint32_t ChainTable::memberships(uint32_t target_id) const {
   uint32_t n = 0;
-  for (const auto& [id, c] : chains_) n += has_member(c, target_id);
+  for (const auto& [id, c] : chains_) n += chain_has_member(c, target_id);
   return n;
 }
 
 std::vector<uint32_t> ChainTable::chains_of(uint32_t target_id) const {
   std::vector<uint32_t> v;
   for (const auto& [id, c] : chains_) {
-    if (has_member(c, target_id)) v.push_back(id);
+    if (chain_has_member(c, target_id)) v.push_back(id);
   }
   return v;
 }
@@ -326,7 +319,7 @@ uint32_t ChainTable::replacement_for(const pb::Chain& c, const std::map<uint32_t
   uint32_t best = 0;
   std::tuple<uint32_t, uint64_t> best_key{};
   for (const auto& [id, v] : t) {
-    if (!v.can_join() || has_member(c, id)) continue;
+    if (!v.can_join() || chain_has_member(c, id)) continue;
     const uint32_t load = memberships(id) + extra[id];
     // fewest memberships first, then most free space
     std::tuple<uint32_t, uint64_t> key{load, ~v.free_bytes};
@@ -616,6 +609,13 @@ std::vector<uint32_t> ChainTable::pick(const ChainShape& shape, uint32_t chain_c
   const size_t n = std::min<size_t>(chain_count, cand.size());
   for (size_t j = 0; j < n; ++j) out.push_back(cand[(first + j) % cand.size()]->chain_id());
   return out;
+}
+
+bool chain_has_member(const pb::Chain& c, uint32_t target) {
+  for (const auto& m : c.members()) {
+    if (m.target_id() == target) return true;
+  }
+  return false;
 }
 
 }  // namespace surge::mds

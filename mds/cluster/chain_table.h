@@ -152,4 +152,7 @@ class ChainTable {
   std::map<uint32_t, std::map<uint32_t, proto::mds::ChainSyncProgress>> sync_;
 };
 
+// Whether `target` is one of the chain's members, in any state.
+bool chain_has_member(const proto::mds::Chain& c, uint32_t target);
+
 }  // namespace surge::mds

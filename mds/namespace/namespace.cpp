@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "mds/namespace/errors.h"
+#include "mds/namespace/op_limits.h"
 #include "mds/namespace/permissions.h"
 #include "mds/namespace/record_wire.h"
 #include "mds/namespace/store_format.h"
@@ -22,11 +23,6 @@ namespace surge::mds {
 
 namespace {
 constexpr uint32_t kMaxLinks = 65000;
-constexpr int kMaxAttempts = 100;
-
-std::string ino_str(uint64_t ino) {
-  return "inode " + std::to_string(ino);
-}
 std::string entry_str(uint64_t parent, const std::string& name) {
   return "'" + name + "' in directory " + std::to_string(parent);
 }

@@ -7,6 +7,7 @@
 #include "mds/cluster/file_chunks.h"
 #include "mds/namespace/errors.h"
 #include "mds/namespace/namespace.h"
+#include "mds/namespace/op_limits.h"
 #include "mds/namespace/permissions.h"
 #include "mds/namespace/record_wire.h"
 
@@ -19,10 +20,6 @@ constexpr size_t kXattrNameMax = 255;
 constexpr size_t kXattrValueMax = 65536;
 constexpr size_t kXattrListMax = 65536;
 constexpr uint32_t kMinStripeSize = 64 << 10;
-
-std::string ino_str(uint64_t ino) {
-  return "inode " + std::to_string(ino);
-}
 
 enum class XattrNs { kUser, kTrusted, kSecurity, kSystem, kOther };
 XattrNs xattr_ns(const std::string& name) {

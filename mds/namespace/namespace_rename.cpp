@@ -11,6 +11,7 @@
 
 #include "mds/namespace/errors.h"
 #include "mds/namespace/namespace.h"
+#include "mds/namespace/op_limits.h"
 #include "mds/namespace/permissions.h"
 #include "net/proto/mds_methods.h"
 
@@ -19,7 +20,6 @@ namespace surge::mds {
 namespace {
 constexpr uint32_t kRenameNoReplace = 1;
 constexpr uint32_t kRenameExchange = 2;
-constexpr int kMaxAttempts = 100;
 }  // namespace
 
 Result<bool> Namespace::is_ancestor(uint64_t maybe_ancestor, uint64_t ino) {

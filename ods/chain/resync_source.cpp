@@ -14,7 +14,7 @@ namespace {
 namespace pb = proto::ods;
 namespace mpb = proto::mds;
 
-constexpr uint32_t kPage = 1024;
+constexpr uint32_t kResyncPage = 1024;
 constexpr auto kReportEvery = std::chrono::seconds(1);
 
 // The syncing member's copy is ours at `version`: complete, at that
@@ -105,7 +105,7 @@ Result<std::map<ChunkKey, pb::ChunkState>> ResyncSource::list_theirs(const Chain
   lq.mutable_ref()->set_chain_id(place.chain_id);
   lq.mutable_ref()->set_chain_version(place.version);
   lq.set_from_start(true);
-  lq.set_max_entries(kPage);
+  lq.set_max_entries(kResyncPage);
   for (;;) {
     pb::ListChunksReply la;
     Status st = ch->call<pb::OdsListChunks>(lq, &la);
@@ -140,7 +140,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
   {
     std::optional<ChunkKey> from;
     for (;;) {
-      SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, from, kPage));
+      SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, from, kResyncPage));
       for (const auto& [key, rec] : page) {
         auto it = theirs.find(key);
         if (it != theirs.end() && holds(it->second, rec.version)) continue;
@@ -148,7 +148,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
         p.chunks_total++;
         p.bytes_total += size.ok() ? *size : 0;
       }
-      if (page.size() < kPage) break;
+      if (page.size() < kResyncPage) break;
       from = page.back().first;
     }
     SURGE_RETURN_IF_ERROR(report(place, p, false));
@@ -162,7 +162,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
   // Ours, in key order, each compared and sent under its update order.
   std::optional<ChunkKey> after;
   for (;;) {
-    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kPage));
+    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kResyncPage));
     for (const auto& [key, listed] : page) {
       auto order = order_.lock(key);
       SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.index().get(key));
@@ -183,7 +183,7 @@ Status ResyncSource::resync(const ChainPlace& place) {
       p.bytes_total = std::max(p.bytes_total, p.bytes_done);
       SURGE_RETURN_IF_ERROR(maybe_report());
     }
-    if (page.size() < kPage) break;
+    if (page.size() < kResyncPage) break;
     after = page.back().first;
   }
   // What they hold and we do not: gone here, so gone there.

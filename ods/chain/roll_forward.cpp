@@ -9,7 +9,7 @@
 namespace surge::ods {
 namespace {
 
-constexpr size_t kPage = 1024;
+constexpr size_t kRollForwardPage = 1024;
 
 }  // namespace
 
@@ -75,7 +75,7 @@ Status RollForward::pass(const ChainPlace& place, uint64_t* rolled) {
   std::optional<ChunkKey> after;
   Status first_error;
   for (;;) {
-    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kPage));
+    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kRollForwardPage));
     for (const auto& [key, rec] : page) {
       if (!rec.dirty() || rec.incomplete) continue;
       Result<bool> r = chained_.roll_forward(place, key);
@@ -87,7 +87,7 @@ Status RollForward::pass(const ChainPlace& place, uint64_t* rolled) {
       }
       if (*r) ++*rolled;
     }
-    if (page.size() < kPage) break;
+    if (page.size() < kRollForwardPage) break;
     after = page.back().first;
   }
   return first_error;
