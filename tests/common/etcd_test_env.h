@@ -54,6 +54,15 @@ inline SharedEtcd& shared_etcd(uint32_t max_txn_ops = 128) {
   return *s;
 }
 
+// Whether this process's MDS tests keep the namespace on etcd rather than
+// RocksDB: SURGE_TEST_KV=etcd, set by ctest for the *_etcd_test
+// registrations of a suite (tests/mds/CMakeLists.txt), so one binary runs
+// the same tests against both backends.
+inline bool test_kv_is_etcd() {
+  const char* v = ::getenv("SURGE_TEST_KV");
+  return v != nullptr && std::string(v) == "etcd";
+}
+
 inline std::string fresh_etcd_prefix() {
   static std::atomic<int> n{0};
   return "surge-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + "/";

@@ -1,8 +1,8 @@
 // Pieces of the tests that run surge-mds as a process: a temp dir with a
 // cluster key and a small config (short timeouts), the daemon started on a
 // data dir (DaemonProcess from tests/ods kills and reaps it on every exit
-// path), and a typed RPC client with credentials filled in. Built with
-// SURGE_TEST_KV_ETCD, the daemon keeps its namespace on the process's shared
+// path), and a typed RPC client with credentials filled in. With
+// SURGE_TEST_KV=etcd, the daemon keeps its namespace on the process's shared
 // 3-member etcd cluster (tests/common/etcd_test_env.h) under a fresh prefix
 // instead of a RocksDB in the data dir.
 #pragma once
@@ -18,10 +18,8 @@
 #include "net/proto/mds_methods.h"
 #include "net/rpc_channel.h"
 #include "tests/ods/daemon_process.h"
-#include "tests/ods/test_dir.h"
-#ifdef SURGE_TEST_KV_ETCD
 #include "tests/common/etcd_test_env.h"
-#endif
+#include "tests/ods/test_dir.h"
 
 namespace surge::mds::testing {
 
@@ -57,13 +55,14 @@ class MdsDaemonTest : public ::testing::Test {
     config_ = tmp_.path() + "/mds.toml";
     std::ofstream(config_) << "[targets]\nheartbeat_interval_ms = 100\ntimeout_ms = 600\n"
                            << "[orphans]\ninterval_ms = 100\nstartup_grace_ms = 0\n";
-#ifdef SURGE_TEST_KV_ETCD
-    auto& etcd = test::shared_etcd();
-    ASSERT_TRUE(etcd.started.ok()) << etcd.started.ToString();
-    std::string endpoints;
-    for (const auto& ep : etcd.cluster->endpoints()) endpoints += (endpoints.empty() ? "" : ",") + ep;
-    store_args_ = {"--backend", "etcd", "--etcd-endpoints", endpoints, "--etcd-prefix", test::fresh_etcd_prefix()};
-#endif
+    if (on_etcd_ || test::test_kv_is_etcd()) {
+      auto& etcd = test::shared_etcd();
+      ASSERT_TRUE(etcd.started.ok()) << etcd.started.ToString();
+      std::string endpoints;
+      for (const auto& ep : etcd.cluster->endpoints()) endpoints += (endpoints.empty() ? "" : ",") + ep;
+      store_args_ = {"--backend", "etcd", "--etcd-endpoints", endpoints, "--etcd-prefix",
+                     test::fresh_etcd_prefix()};
+    }
   }
 
   // Starts (or restarts) the daemon; returns its address.
@@ -146,6 +145,7 @@ class MdsDaemonTest : public ::testing::Test {
 
   TempDir tmp_{"surge-mds-test"};
   std::string key_file_, key_, data_dir_, config_, address_;
+  bool on_etcd_ = false;  // a fixture that always runs on etcd sets it before SetUp
   std::vector<std::string> store_args_;  // the backend's flags (empty: RocksDB in data_dir_)
   DaemonProcess mds_;
   std::shared_ptr<net::RpcChannel> ch_;

@@ -2,8 +2,8 @@
 // of three gone the namespace keeps working; with two gone there is no
 // quorum and operations fail with an error naming etcd and the quorum (not
 // a hang, not a crash); when one returns, operations succeed again and
-// nothing acknowledged is lost. Built with SURGE_TEST_KV_ETCD: the daemon's
-// store is the process's shared 3-member cluster.
+// nothing acknowledged is lost. The daemon's store is the process's shared
+// 3-member cluster.
 #include <thread>
 
 #include "tests/mds/mds_daemon_fixture.h"
@@ -16,6 +16,7 @@ constexpr uint64_t kRoot = pb::kRootIno;
 class MdsEtcdFaultTest : public MdsDaemonTest {
  protected:
   void SetUp() override {
+    on_etcd_ = true;
     MdsDaemonTest::SetUp();
     // A short etcd deadline so an operation without quorum fails well
     // within the client's call timeout.

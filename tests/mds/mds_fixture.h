@@ -1,5 +1,5 @@
 // Test fixture for the namespace: a real RocksDB in a fresh temp dir (or,
-// built with SURGE_TEST_KV_ETCD, a fresh key prefix on a real 3-member etcd
+// with SURGE_TEST_KV=etcd, a fresh key prefix on a real 3-member etcd
 // cluster shared by the test process: the same tests against both
 // backends, see tests/mds/CMakeLists.txt), a
 // cluster map with three registered (fake-address) data servers, a session
@@ -24,11 +24,9 @@
 #include "mds/cluster/object_targets.h"
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
-#include "mds/kv/rocksdb_kv_store.h"
-#ifdef SURGE_TEST_KV_ETCD
 #include "mds/kv/etcd/etcd_kv_store.h"
+#include "mds/kv/rocksdb_kv_store.h"
 #include "tests/common/etcd_test_env.h"
-#endif
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
 #include "net/proto/mds_methods.h"
@@ -115,7 +113,25 @@ class NamespaceTest : public ::testing::Test {
   }
 
   void open_all() {
-#ifdef SURGE_TEST_KV_ETCD
+    if (test::test_kv_is_etcd()) {
+      ASSERT_NO_FATAL_FAILURE(open_etcd_kv());
+    } else {
+      ASSERT_NO_FATAL_FAILURE(open_rocks_kv());
+    }
+    auto id = Namespace::FormatOrLoad(kv_.get(), 0);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    auto map = ClusterMap::Load(kv_.get(), *id, map_opts_);
+    ASSERT_TRUE(map.ok()) << map.status().ToString();
+    map_ = std::move(*map);
+    if (register_targets_) {
+      ASSERT_NO_FATAL_FAILURE(register_targets(1, 3));
+    }
+    sessions_ = std::make_unique<SessionTable>(session_opts_);
+    auto ns = Namespace::Open(kv_.get(), map_.get(), sessions_.get(), &objects_, ns_opts_);
+    ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+    ns_ = std::move(*ns);
+  }
+  void open_etcd_kv() {
     auto& etcd = test::shared_etcd();
     ASSERT_TRUE(etcd.started.ok()) << etcd.started.ToString();
     // The store "lives" in dir_ as with RocksDB: dir_/etcd-prefix names this
@@ -132,26 +148,16 @@ class NamespaceTest : public ::testing::Test {
     ko.endpoints = etcd.cluster->endpoints();
     ko.prefix = etcd_prefix;
     auto kv = EtcdKvStore::Open(ko);
-#else
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    kv_ = std::move(*kv);
+  }
+  void open_rocks_kv() {
     RocksKvOptions ko;
     ko.path = dir_ + "/db";
     ko.sync = sync_;
     auto kv = RocksKvStore::Open(ko);
-#endif
     ASSERT_TRUE(kv.ok()) << kv.status().ToString();
     kv_ = std::move(*kv);
-    auto id = Namespace::FormatOrLoad(kv_.get(), 0);
-    ASSERT_TRUE(id.ok()) << id.status().ToString();
-    auto map = ClusterMap::Load(kv_.get(), *id, map_opts_);
-    ASSERT_TRUE(map.ok()) << map.status().ToString();
-    map_ = std::move(*map);
-    if (register_targets_) {
-      ASSERT_NO_FATAL_FAILURE(register_targets(1, 3));
-    }
-    sessions_ = std::make_unique<SessionTable>(session_opts_);
-    auto ns = Namespace::Open(kv_.get(), map_.get(), sessions_.get(), &objects_, ns_opts_);
-    ASSERT_TRUE(ns.ok()) << ns.status().ToString();
-    ns_ = std::move(*ns);
   }
   // Registers data servers first..last (ids) at fake loopback addresses
   // (id n listens on port 7100 + n), each 100 GiB with 50 GiB free.
