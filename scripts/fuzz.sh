@@ -23,7 +23,7 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -fdebug-prefix-map=$PWD=." \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -fdebug-prefix-map=$PWD=." \
-    -DSURGE_FUZZ=ON -DSURGE_BUILD_TESTS=OFF -DSURGE_WERROR=ON
+    -DSURGE_FUZZ=ON -DSURGE_BUILD_TESTS=OFF -DSURGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON
 fi
 cmake --build "$BUILD" -j "$(nproc)" --target fuzzers
 

@@ -11,6 +11,9 @@
 #   bash scripts/sanitize.sh asan          # one of them
 #   bash scripts/sanitize.sh tsan -R net_  # extra args replace the default slice
 #
+# Both are unity builds and run their tests SURGE_TEST_JOBS (2) at a time,
+# as the main part does (scripts/test.sh).
+#
 # A finding fails the run, in the test binaries and in every daemon they
 # start: ASan, UBSan (-fno-sanitize-recover) and TSan halt the process.
 # ASan and TSan write their report to <build>/sanitizer-logs/, which must
@@ -59,11 +62,14 @@ run_kind() {
   local flags="-O1 -g1 -DNDEBUG -fdebug-prefix-map=$PWD=."
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$flags" \
-    -DSURGE_WERROR=ON "$option"
+    -DSURGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON "$option"
   # Only what the slice runs: its test binaries (their daemons come with
-  # them, tests/*/CMakeLists.txt add_dependencies) and the daemons.
+  # them, tests/*/CMakeLists.txt add_dependencies) and the daemons. A test
+  # is named by its binary, or runs another test's binary again
+  # (surge_test_run): the binary is what ctest -V shows as its command.
   local tests targets=() known
-  tests=$(cd "$build" && ctest -N "${slice[@]}" | sed -n 's/^ *Test *#[0-9]*: //p')
+  tests=$(cd "$build" && ctest -N -V "${slice[@]}" |
+    sed -n 's/^[0-9]*: Test command: \([^ ]*\).*/\1/p' | xargs -r -n1 basename | sort -u)
   known=$(ninja -C "$build" -t targets all | sed 's/:.*//')
   for t in $tests surge-mds surge-ods surge-fuse; do
     grep -qxF "$t" <<<"$known" && targets+=("$t")
@@ -86,7 +92,7 @@ run_kind() {
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan:suppressions=$supp/ubsan.supp"
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:log_path=$logs/tsan:suppressions=$supp/tsan.supp"
   local rc=0
-  (cd "$build" && ctest --output-on-failure --timeout 1800 "${slice[@]}") || rc=$?
+  (cd "$build" && ctest --output-on-failure --timeout 1800 -j "${SURGE_TEST_JOBS:-2}" "${slice[@]}") || rc=$?
   if compgen -G "$logs/*" >/dev/null; then
     echo "sanitize: $kind: reports in $logs:"
     for f in "$logs"/*; do
