@@ -75,7 +75,8 @@ Status RollForward::pass(const ChainPlace& place, uint64_t* rolled) {
   std::optional<ChunkKey> after;
   Status first_error;
   for (;;) {
-    SURGE_ASSIGN_OR_RETURN(auto page, chunks_.index().list(place.chain_id, after, kRollForwardPage));
+    SURGE_ASSIGN_OR_RETURN(auto page,
+                           chunks_.index().list(place.chain_id, after, kRollForwardPage));
     for (const auto& [key, rec] : page) {
       if (!rec.dirty() || rec.incomplete) continue;
       Result<bool> r = chained_.roll_forward(place, key);

@@ -17,8 +17,8 @@
 #include "net/cluster_key.h"
 #include "net/proto/mds_methods.h"
 #include "net/rpc_channel.h"
-#include "tests/ods/daemon_process.h"
 #include "tests/common/etcd_test_env.h"
+#include "tests/ods/daemon_process.h"
 #include "tests/ods/test_dir.h"
 
 namespace surge::mds::testing {
@@ -59,9 +59,10 @@ class MdsDaemonTest : public ::testing::Test {
       auto& etcd = test::shared_etcd();
       ASSERT_TRUE(etcd.started.ok()) << etcd.started.ToString();
       std::string endpoints;
-      for (const auto& ep : etcd.cluster->endpoints()) endpoints += (endpoints.empty() ? "" : ",") + ep;
-      store_args_ = {"--backend", "etcd", "--etcd-endpoints", endpoints, "--etcd-prefix",
-                     test::fresh_etcd_prefix()};
+      for (const auto& ep : etcd.cluster->endpoints())
+        endpoints += (endpoints.empty() ? "" : ",") + ep;
+      store_args_ = {"--backend", "etcd",          "--etcd-endpoints",
+                     endpoints,   "--etcd-prefix", test::fresh_etcd_prefix()};
     }
   }
 
@@ -145,7 +146,7 @@ class MdsDaemonTest : public ::testing::Test {
 
   TempDir tmp_{"surge-mds-test"};
   std::string key_file_, key_, data_dir_, config_, address_;
-  bool on_etcd_ = false;  // a fixture that always runs on etcd sets it before SetUp
+  bool on_etcd_ = false;                 // a fixture that always runs on etcd sets it before SetUp
   std::vector<std::string> store_args_;  // the backend's flags (empty: RocksDB in data_dir_)
   DaemonProcess mds_;
   std::shared_ptr<net::RpcChannel> ch_;

@@ -26,10 +26,10 @@
 #include "mds/cluster/session_table.h"
 #include "mds/kv/etcd/etcd_kv_store.h"
 #include "mds/kv/rocksdb_kv_store.h"
-#include "tests/common/etcd_test_env.h"
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
 #include "net/proto/mds_methods.h"
+#include "tests/common/etcd_test_env.h"
 
 namespace surge::mds::testing {
 
