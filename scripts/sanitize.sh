@@ -66,10 +66,12 @@ run_kind() {
   # Only what the slice runs: its test binaries (their daemons come with
   # them, tests/*/CMakeLists.txt add_dependencies) and the daemons. A test
   # is named by its binary, or runs another test's binary again
-  # (surge_test_run): the binary is what ctest -V shows as its command.
+  # (surge_test_run): the binary is what ctest -V shows as its command, or,
+  # before it is built, the executable ctest says it could not find.
   local tests targets=() known
-  tests=$(cd "$build" && ctest -N -V "${slice[@]}" |
-    sed -n 's/^[0-9]*: Test command: \([^ ]*\).*/\1/p' | xargs -r -n1 basename | sort -u)
+  tests=$(cd "$build" && ctest -N -V "${slice[@]}" 2>&1 |
+    sed -n -e 's/^Could not find executable \([^ ]*\).*/\1/p' \
+      -e 's/^[0-9]*: Test command: \([^ ][^ ]*\).*/\1/p' | xargs -r -n1 basename | sort -u)
   known=$(ninja -C "$build" -t targets all | sed 's/:.*//')
   for t in $tests surge-mds surge-ods surge-fuse; do
     grep -qxF "$t" <<<"$known" && targets+=("$t")
