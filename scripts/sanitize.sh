@@ -11,8 +11,8 @@
 #   bash scripts/sanitize.sh asan          # one of them
 #   bash scripts/sanitize.sh tsan -R net_  # extra args replace the default slice
 #
-# Both are unity builds and run their tests SURGE_TEST_JOBS (2) at a time,
-# as the main part does (scripts/test.sh).
+# Both run their tests SURGE_TEST_JOBS (2) at a time, as the main part does
+# (scripts/test.sh); asan is a unity build, tsan is not (see below).
 #
 # A finding fails the run, in the test binaries and in every daemon they
 # start: ASan, UBSan (-fno-sanitize-recover) and TSan halt the process.
@@ -26,12 +26,13 @@ export CCACHE_BASEDIR="$PWD"
 run_kind() {
   local kind=$1
   shift
-  local build option slice
+  local build option slice unity
   case "$kind" in
     asan)
       build=${SURGE_ASAN_BUILD_DIR:-build-asan}
       option=-DSURGE_SANITIZE=ON
       slice=(-L 'unit|integration|fuse')
+      unity=ON
       ;;
     tsan)
       build=${SURGE_TSAN_BUILD_DIR:-build-tsan}
@@ -48,6 +49,14 @@ run_kind() {
       # main and under ASan.
       slice=(-R '^(net|client)_'
         -E '^client_chain_(restart|failover|pause)_test$' -LE rdma)
+      # Not a unity build: on 4 Dec 2026 the unity TSan build gave 10
+      # reports in the daemons where the plain build of the same code gave
+      # none, each a string RocksDB allocated for a WriteBatch in one
+      # thread and appended to in another, with no rocksdb:: frame left in
+      # either access's stack, so race:rocksdb:: (RocksDB synchronises its
+      # write groups inside the uninstrumented library) no longer matched.
+      # Not yet explained further (docs/testing.md).
+      unity=OFF
       ;;
     *)
       echo "sanitize: unknown kind '$kind' (asan or tsan)" >&2
@@ -62,7 +71,7 @@ run_kind() {
   local flags="-O1 -g1 -DNDEBUG -fdebug-prefix-map=$PWD=."
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=$flags" \
-    -DSURGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON "$option"
+    -DSURGE_WERROR=ON "-DCMAKE_UNITY_BUILD=$unity" "$option"
   # Only what the slice runs: its test binaries (their daemons come with
   # them, tests/*/CMakeLists.txt add_dependencies) and the daemons. A test
   # is named by its binary, or runs another test's binary again
