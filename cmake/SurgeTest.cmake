@@ -18,7 +18,16 @@ function(surge_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   surge_test_sanitizer_warnings(${name})
-  add_test(NAME ${name} COMMAND ${name})
+  surge_test_run(${name} BINARY ${name} LABELS ${T_LABELS} TIMEOUT ${T_TIMEOUT})
+endfunction()
+
+# surge_test_run(NAME BINARY bin [ARGS ...] [ENV ...] LABELS ... [TIMEOUT s])
+# Registers a surge_test binary with ctest under NAME (surge_test does so
+# under its own name), with extra arguments and environment: one suite
+# run again against a second backend without compiling its sources twice.
+function(surge_test_run name)
+  cmake_parse_arguments(T "" "BINARY;TIMEOUT" "ARGS;ENV;LABELS" ${ARGN})
+  add_test(NAME ${name} COMMAND ${T_BINARY} ${T_ARGS})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
@@ -28,23 +37,6 @@ function(surge_test name)
   # 8x, not the 4x of the waits inside a test (tests/common/time_scale.h):
   # under TSan at load 12-19, client_chain_failover_test's six cases took
   # 12-312 s each, every one passing, and the whole ran past 4x its 300 s.
-  if(SURGE_SANITIZE OR SURGE_TSAN)
-    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 8")
-  endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "SURGE_BUILD_DIR=${PROJECT_BINARY_DIR};SURGE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
-endfunction()
-
-# surge_test_run(NAME BINARY bin [ARGS ...] [ENV ...] LABELS ... [TIMEOUT s])
-# Registers an existing surge_test binary again under another name, with
-# extra arguments and environment: one suite run against a second backend
-# without compiling its sources twice.
-function(surge_test_run name)
-  cmake_parse_arguments(T "" "BINARY;TIMEOUT" "ARGS;ENV;LABELS" ${ARGN})
-  add_test(NAME ${name} COMMAND ${T_BINARY} ${T_ARGS})
-  if(NOT T_TIMEOUT)
-    set(T_TIMEOUT 300)
-  endif()
   if(SURGE_SANITIZE OR SURGE_TSAN)
     math(EXPR T_TIMEOUT "${T_TIMEOUT} * 8")
   endif()
