@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "net/proto/ods_methods.h"
 #include "net/proto/ods_write_pieces.h"
+#include "ods/chain/resync_sends.h"
 
 namespace surge::ods {
 namespace {
@@ -169,8 +170,11 @@ Status ChainForwarder::send_whole(uint32_t chain_id, uint64_t chain_version, uin
   if (!ch.ok()) {
     return unreachable(to, chain_id, chain_version, ch.status().WithContext("connecting to " + address));
   }
+  // One id for every piece of this send (resync_sends.h).
+  const uint64_t send_id = next_resync_send_id();
   auto send = [&](pb::ResyncChunkRequest& req, std::span<const net::BulkRegion> bulk) -> Status {
     set_ref(req.mutable_ref(), to, chain_id, chain_version, key);
+    req.set_send_id(send_id);
     pb::ResyncChunkReply resp;
     Status st = (*ch)->call<pb::OdsResyncChunk>(req, &resp, bulk);
     if (peer_unreachable(st)) {

@@ -95,7 +95,13 @@ Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t l
 }
 
 ChainedChunks::ChainedChunks(ChunkStore& chunks, ChainView& view, ChainForwarder& forwarder)
-    : chunks_(chunks), view_(view), forwarder_(forwarder) {}
+    : chunks_(chunks),
+      view_(view),
+      forwarder_(forwarder),
+      sends_([&view](uint32_t chain_id) -> uint64_t {
+        auto p = view.place(chain_id);
+        return p.ok() ? p->version : 0;
+      }) {}
 
 Result<std::optional<ChunkRecord>> ChainedChunks::record(const ChunkKey& key,
                                                          const pb::ChunkRef& ref, bool create) {
@@ -229,6 +235,16 @@ Status ChainedChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req,
                               "; read it at the chain's last serving member");
   };
   if ((rec->dirty() || rec->incomplete) && !place.last_serving) return dirty(*rec);
+  if (rec->incomplete) {
+    // Part of a whole-chunk send not ended (under way, or cut short): no
+    // reader may see it. Unavailable: the client waits and tries again, so
+    // a send under way ends the wait and one cut short fails the read
+    // within its io timeout, naming the chunk, rather than serve its part.
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
+                               " holds the chunk incomplete (a whole-chunk send not ended) at "
+                               "version " +
+                               std::to_string(rec->version));
+  }
   resp.set_chunk_version(place.last_serving ? rec->version : rec->committed_version);
   if (len == 0 || off >= chunks_.objects().options().max_object_size) return Status::OK();
   const size_t piece = std::min<size_t>(buf.capacity(), kReadPieceBytes);
@@ -598,6 +614,8 @@ Status ChainedChunks::resync(net::RpcContext& ctx, const pb::ResyncChunkRequest&
   PausePoint pause("resync_before_order");
   auto order = order_.lock(key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
+  SURGE_RETURN_IF_ERROR(sends_.admit(key, place.chain_id, place.version, req.send_id(),
+                                     req.begin() || req.remove(), what));
   if (req.remove()) {
     SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
     if (rec) SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, false));

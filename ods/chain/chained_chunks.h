@@ -19,7 +19,11 @@
 //   except at the last SERVING member.
 // * Sync of a chunk travels the chain (update version 0); fallocate is an
 //   update like a truncate (UPDATE_FALLOCATE).
-// * OdsListChunks and OdsResyncChunk are the receiving side of a resync.
+// * OdsListChunks and OdsResyncChunk are the receiving side of a resync;
+//   pieces of a send cut short that arrive after a later send of the chunk
+//   began are refused (ResyncSends). A read of a copy left incomplete
+//   answers Unavailable (the client waits and retries), never the part
+//   that came.
 #pragma once
 
 #include <chrono>
@@ -29,6 +33,7 @@
 #include "net/rpc_server.h"
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
+#include "ods/chain/resync_sends.h"
 #include "ods/chain/update_order.h"
 #include "ods/store/chunk_store.h"
 
@@ -95,6 +100,7 @@ class ChainedChunks {
   ChainView& view_;
   ChainForwarder& forwarder_;
   UpdateOrder order_;
+  ResyncSends sends_;  // whose whole-chunk pieces are taken, per chunk
 };
 
 // Pulls [at, at + len) of a request's bulk region 0 (from region offset

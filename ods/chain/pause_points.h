@@ -21,7 +21,9 @@ namespace surge::ods {
 //   "write_before_order": a chained write at the head, admitted, about to
 //     take its chunk's update order;
 //   "resync_before_order": a whole-chunk piece (OdsResyncChunk) at the
-//     receiver, admitted, about to take its chunk's update order.
+//     receiver, admitted, about to take its chunk's update order;
+//   "resync_sent_before_done": a resync source that sent chunks in this
+//     round and found none incomplete after it, about to report done.
 class PausePoint {
  public:
   explicit PausePoint(const char* name);

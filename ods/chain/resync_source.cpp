@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "net/proto/ods_methods.h"
+#include "ods/chain/pause_points.h"
 
 namespace surge::ods {
 namespace {
@@ -214,7 +215,13 @@ Status ResyncSource::resync(const ChainPlace& place) {
   }
   p.chunks_total = p.chunks_done;
   p.bytes_total = p.bytes_done;
-  SURGE_RETURN_IF_ERROR(report(place, p, true));
+  {
+    // Tests hold here a resync that sent something (not the many that
+    // find nothing to send), to land a late piece before the MDS hears.
+    std::optional<PausePoint> pause;
+    if (p.chunks_done > 0) pause.emplace("resync_sent_before_done");
+    SURGE_RETURN_IF_ERROR(report(place, p, true));
+  }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   SLOG_INFO(

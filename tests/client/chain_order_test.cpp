@@ -27,6 +27,14 @@
 // chunk incomplete and empty it on a SERVING member (the chunk
 // client_chain_failover_test once found `incomplete` on a SERVING member:
 // docs/redundancy.md, "Resync").
+//
+// And for a piece of an earlier send under the same chain version: on a
+// chain of 2 the returning tail holds the first piece of the head's send;
+// the head's call times out, its next round sends the chunk again and is
+// held (pause point "resync_sent_before_done") before it reports done;
+// then the old piece goes on. Applied, it would empty the chunk and mark
+// it incomplete just before the MDS makes the tail SERVING; the send id
+// on every piece (ResyncSends) refuses it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -354,6 +362,92 @@ TEST(ChainOrder, ResyncPieceHeldPastANewSourceLeavesNothingIncomplete) {
            state_of(m, tail) == "serving";
   }));
   EXPECT_EQ(run_surgectl(*cluster, "scrub", &scrub), 0) << scrub;
+  EXPECT_TRUE(read_all(**cl, path, kSize) == second) << "the file does not read back as written";
+}
+
+TEST(ChainOrder, LatePieceOfAnEarlierSendIsRefused) {
+  PauseDir source_pause, tail_pause;
+  ASSERT_FALSE(source_pause.path.empty() || tail_pause.path.empty()) << "mkdtemp under /tmp failed";
+  constexpr const char* kDonePoint = "resync_sent_before_done";
+  constexpr const char* kPiecePoint = "resync_before_order";
+  // Every data server holds the first resync that sent chunks before it
+  // reports done; only the head of the file's chain is ever a source here.
+  const std::string source_spec = std::string(kDonePoint) + ":1:" + source_pause.path;
+  ASSERT_EQ(::setenv("SURGE_ODS_PAUSE_AT", source_spec.c_str(), 1), 0);
+  ClusterConfig cfg;
+  cfg.ods_count = 2;
+  cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
+  auto c = LocalCluster::Start(cfg);
+  ::unsetenv("SURGE_ODS_PAUSE_AT");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto& cluster = *c;
+  struct Release {
+    std::vector<std::string> go;
+    ~Release() {
+      for (const auto& g : go) touch(g);  // whatever failed, nothing stays held
+    }
+  } release{
+      {source_pause.path + "/" + kDonePoint + ".go", tail_pause.path + "/" + kPiecePoint + ".go"}};
+  ASSERT_EQ(make_replicated_dir(*cluster, "/o", 2, 1, kIoTimeoutMs), "");
+
+  // Three whole-chunk pieces (1 MiB each); the first, held, begins the
+  // chunk and is not its last.
+  constexpr size_t kSize = 3 << 20;
+  const std::string path = "/o/l";
+  const std::string first = random_bytes(kSize, 91);
+  const std::string second = random_bytes(kSize, 92);
+  auto cl = cluster->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  ASSERT_EQ(write_synced(**cl, path, first, O_RDWR | O_CREAT | O_EXCL), "");
+  std::string why;
+  auto members = chain_of(*cluster, path, &why);
+  ASSERT_EQ(members.size(), 2u) << why;
+  const uint32_t head = members[0].first, tail = members[1].first;
+  const int tail_ods = ods_of(*cluster, 2, tail);
+  ASSERT_GE(tail_ods, 0) << "no data server is target " << tail;
+  std::printf("chain of %s: head %u, tail %u (data server %d)\n", path.c_str(), head, tail,
+              tail_ods);
+
+  // The tail misses a write, so on return it needs the chunk whole.
+  ASSERT_TRUE(cluster->kill_ods(tail_ods).ok());
+  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " out of the chain",
+                         [&](const auto& m) { return state_of(m, tail) != "serving"; }));
+  ASSERT_EQ(write_synced(**cl, path, second, O_RDWR), "");
+
+  // It returns holding the first piece of the head's first send. The
+  // head's call times out, its round fails, and the next round sends the
+  // chunk again (a second send, same chain version), which goes through:
+  // the head is then held before it reports done.
+  const std::string piece_spec = std::string(kPiecePoint) + ":1:" + tail_pause.path;
+  ASSERT_EQ(::setenv("SURGE_ODS_PAUSE_AT", piece_spec.c_str(), 1), 0);
+  Status started = cluster->start_ods(tail_ods);
+  ::unsetenv("SURGE_ODS_PAUSE_AT");
+  ASSERT_TRUE(started.ok()) << started.ToString();
+  ASSERT_TRUE(wait_file(tail_pause.path + "/" + kPiecePoint + ".held"))
+      << "no resync piece reached " << kPiecePoint << " on the returning tail; its log:\n"
+      << cluster->log_tail("ods" + std::to_string(tail_ods));
+  ASSERT_TRUE(wait_file(source_pause.path + "/" + kDonePoint + ".held"))
+      << "the head never finished a second send of the chunk; its log:\n"
+      << cluster->log_tail("ods" + std::to_string(1 - tail_ods));
+  auto now = chain_of(*cluster, path, &why);
+  EXPECT_EQ(state_of(now, tail), "syncing") << why;
+
+  // The first send's piece lands now, under the same chain version, after
+  // the second send ended: refused, it leaves the tail's copy whole.
+  touch(tail_pause.path + "/" + kPiecePoint + ".go");
+  ASSERT_TRUE(wait_file(tail_pause.path + "/" + kPiecePoint + ".done"))
+      << "the held resync piece never finished; the tail's log:\n"
+      << cluster->log_tail("ods" + std::to_string(tail_ods));
+  touch(source_pause.path + "/" + kDonePoint + ".go");
+  ASSERT_TRUE(wait_chain(*cluster, path, "target " + std::to_string(tail) + " serving again",
+                         [&](const auto& m) {
+                           return state_of(m, tail) == "serving" && state_of(m, head) == "serving";
+                         }));
+
+  std::string scrub;
+  EXPECT_EQ(run_surgectl(*cluster, "scrub", &scrub), 0)
+      << "the copies differ after a late piece of an earlier send went on:\n"
+      << scrub;
   EXPECT_TRUE(read_all(**cl, path, kSize) == second) << "the file does not read back as written";
 }
 
