@@ -75,7 +75,10 @@ keep_best() {  # key value
 for _ in $(seq 1 "$REPEAT"); do
   for d in $DIRS; do
     wait_space_back
-    out=$(bench "$d" -e)
+    out=$(bench "$d" -e) || {
+      echo "bench_replicas: surge-bench in /$d failed: $out" >&2
+      exit 1
+    }
     keep_best "$d,w" "$(echo "$out" | sed -n 's/.*"phase":"write"[^}]*"mib_per_s":\([0-9.]*\).*/\1/p')"
     keep_best "$d,r" "$(echo "$out" | sed -n 's/.*"phase":"read"[^}]*"mib_per_s":\([0-9.]*\).*/\1/p')"
   done
