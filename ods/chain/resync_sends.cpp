@@ -1,13 +1,16 @@
 // ResyncSends (see resync_sends.h).
 #include "ods/chain/resync_sends.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
 namespace surge::ods {
 
 ResyncSends::ResyncSends(std::function<uint64_t(uint32_t)> current_version, size_t prune_above)
-    : current_version_(std::move(current_version)), prune_above_(prune_above) {}
+    : current_version_(std::move(current_version)),
+      prune_above_(prune_above),
+      next_prune_(prune_above) {}
 
 Status ResyncSends::admit(const ChunkKey& key, uint32_t chain_id, uint64_t chain_version,
                           uint64_t send_id, bool begin, const std::string& what) {
@@ -28,7 +31,7 @@ Status ResyncSends::admit(const ChunkKey& key, uint32_t chain_id, uint64_t chain
                               " whose first piece this member never took; dropped");
   }
   if (it == sends_.end()) {
-    if (sends_.size() >= prune_above_) prune_locked();
+    if (sends_.size() >= next_prune_) prune_locked();
     sends_.emplace(key, Entry{chain_id, chain_version, send_id});
   } else {
     it->second = Entry{chain_id, chain_version, send_id};
@@ -49,6 +52,9 @@ void ResyncSends::prune_locked() {
       ++it;
     }
   }
+  // A resync of many chunks under one version keeps them all; the next
+  // pass waits until the ledger doubled, so pruning stays linear overall.
+  next_prune_ = std::max(prune_above_, 2 * sends_.size());
 }
 
 uint64_t next_resync_send_id() {

@@ -14,7 +14,7 @@
 // In memory: a restarted member has no late pieces to fear (they came on
 // connections that died with it), and a member starts every resync over on
 // return. Entries of a chain version that has moved on are dropped once the
-// ledger grows past a bound. Thread-safe; callers hold the chunk's update
+// ledger grows past a bound (then past twice what it kept). Thread-safe; callers hold the chunk's update
 // order, so pieces of one chunk are judged one at a time.
 #pragma once
 
@@ -55,6 +55,7 @@ class ResyncSends {
   std::function<uint64_t(uint32_t)> current_version_;
   const size_t prune_above_;
   mutable std::mutex mu_;
+  size_t next_prune_;  // prune when the ledger reaches this size
   std::map<ChunkKey, Entry> sends_;
 };
 

@@ -3,6 +3,7 @@
 // run, on the same file system.
 //
 //   mds_bench [--clients 8] [--files 2000] [--shared-dir] [--dir /tmp] [--etcd]
+//             [--prefill N]
 //
 // Starts surge-mds (from $SURGE_BUILD_DIR, or next to this binary's build
 // tree) on a fresh data dir with a synced WAL, registers one placeholder
@@ -13,6 +14,13 @@
 // RocksDB writes with WriteOptions::sync = true (RocksDB group commit).
 // --etcd: then the same on a second MDS with store.backend = etcd, on a
 // 3-member etcd cluster started on loopback in --dir (fsync on).
+// --prefill N: before the timed phases, N entries are created in every
+// directory the clients use (spread over the clients, untimed but its rate
+// printed), so create, stat and unlink are measured in directories of N
+// entries (issue 14: the same cost as in an empty one); after them, one
+// client lists the first directory whole in readdirplus pages, and the
+// MDS's VmRSS before and after the listing and its VmHWM are printed (the
+// listing must not hold memory in proportion to the directory).
 #include <rocksdb/db.h>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +30,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <fstream>
 #include <thread>
 
 #include "net/cluster_key.h"
@@ -83,6 +92,16 @@ double rocksdb_ceiling(const std::string& path, int threads, int per_thread) {
   return threads * per_thread / secs;
 }
 
+// A "Vm...:" line of /proc/PID/status in MiB; -1 if it cannot be read.
+double proc_mib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +115,9 @@ int main(int argc, char** argv) {
   bool with_etcd = false;
   app.add_flag("--etcd", with_etcd, "also run the MDS on a 3-member etcd cluster (store.backend = etcd)");
   app.add_option("--dir", base, "where the data dirs go (the file system under test)");
+  long prefill = 0;
+  app.add_option("--prefill", prefill,
+                 "entries put into each directory before the timed phases (then one is listed)");
   CLI11_PARSE(app, argc, argv);
 
   std::string tmpl = base + "/surge-mds-bench-XXXXXX";
@@ -115,6 +137,9 @@ int main(int argc, char** argv) {
   std::atomic<int> errors{0};
   struct Rates {
     double create = 0, stat = 0, unlink = 0;  // seconds for all clients' files
+    double prefill = 0, list = 0;             // seconds (--prefill)
+    long listed = 0;                          // entries the listing returned
+    double rss_before_list = 0, rss_after_list = 0, hwm = 0;  // MiB
   };
   // One MDS on the given store flags: create, stat, unlink; false on a
   // failure to start or connect (printed).
@@ -187,6 +212,27 @@ int main(int argc, char** argv) {
     if (!s.ok() && errors++ == 0) std::fprintf(stderr, "mds_bench: %s\n", s.ToString().c_str());
   };
 
+  if (prefill > 0) {
+    // Every directory gets `prefill` entries: a shared one from all
+    // clients (each its share), a client's own from that client.
+    const long share = shared ? (prefill + clients - 1) / clients : prefill;
+    out.prefill = timed(clients, [&](int c) {
+      const long from = shared ? c * share : 0;
+      const long to = std::min<long>(from + share, prefill);
+      for (long k = from; k < to; ++k) {
+        pb::CreateRequest r;
+        *r.mutable_cred() = root;
+        r.set_parent(dirs[c]);
+        r.set_name("p" + std::to_string(k));
+        r.set_mode(0644);
+        r.set_exclusive(true);
+        r.set_op_id((uint64_t{3} << 60) + (static_cast<uint64_t>(c) << 40) +
+                    static_cast<uint64_t>(k));
+        pb::EntryReply reply;
+        check(chans[c]->call<pb::MdsCreate>(r, &reply));
+      }
+    });
+  }
   // The machine may be shared: measure the ceiling right before and right
   // after the MDS runs and compare with their mean.
   out.create = timed(clients, [&](int c) {
@@ -223,6 +269,28 @@ int main(int argc, char** argv) {
       check(chans[c]->call<pb::MdsUnlink>(r, &out));
     }
   });
+  if (prefill > 0) {
+    // The first directory, whole, in readdirplus pages, by one client.
+    out.rss_before_list = proc_mib(mds.pid(), "VmRSS");
+    const auto t0 = Clock::now();
+    pb::ReadDirRequest r;
+    *r.mutable_cred() = root;
+    r.set_ino(dirs[0]);
+    r.set_max_entries(1024);
+    r.set_plus(true);
+    for (;;) {
+      pb::ReadDirReply page;
+      Status s = chans[0]->call<pb::MdsReadDir>(r, &page);
+      check(s);
+      if (!s.ok()) break;
+      out.listed += page.entries_size();
+      if (page.eof() || page.entries_size() == 0) break;
+      r.set_cookie(page.entries(page.entries_size() - 1).cookie());
+    }
+    out.list = std::chrono::duration<double>(Clock::now() - t0).count();
+    out.rss_after_list = proc_mib(mds.pid(), "VmRSS");
+    out.hwm = proc_mib(mds.pid(), "VmHWM");
+  }
   chans.clear();
   mds.stop();
   return true;
@@ -251,6 +319,16 @@ int main(int argc, char** argv) {
   const double n = static_cast<double>(clients) * files;
   std::printf("mds_bench: %d clients x %d files, %s, synced WAL, data in %s\n", clients, files,
               shared ? "one shared directory" : "a directory per client", base.c_str());
+  if (prefill > 0) {
+    const long dirs_filled = shared ? 1 : clients;
+    std::printf("  prefill: %ld entries in each of %ld director%s first, %.0f creates/s\n", prefill,
+                dirs_filled, dirs_filled == 1 ? "y" : "ies",
+                static_cast<double>(prefill * dirs_filled) / rocks.prefill);
+    std::printf("  readdirplus of one whole directory (%ld entries, pages of 1024): %.0f entries/s; "
+                "MDS VmRSS %.1f MiB before, %.1f after, VmHWM %.1f\n",
+                rocks.listed, static_cast<double>(rocks.listed) / rocks.list,
+                rocks.rss_before_list, rocks.rss_after_list, rocks.hwm);
+  }
   std::printf("  %-34s %10.0f ops/s\n", "create (RPC)", n / rocks.create);
   std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC)", n / rocks.stat);
   std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC)", n / rocks.unlink);
@@ -262,6 +340,11 @@ int main(int argc, char** argv) {
     std::printf("  %-34s %10.0f ops/s\n", "create (RPC, etcd)", n / etcd_rates.create);
     std::printf("  %-34s %10.0f ops/s\n", "stat/lookup (RPC, etcd)", n / etcd_rates.stat);
     std::printf("  %-34s %10.0f ops/s\n", "unlink (RPC, etcd)", n / etcd_rates.unlink);
+  }
+  if (prefill > 0 && rocks.listed != prefill) {
+    std::fprintf(stderr, "mds_bench: the listing returned %ld entries of the %ld put there\n",
+                 rocks.listed, prefill);
+    return 1;
   }
   if (errors) {
     std::fprintf(stderr, "mds_bench: %d operations failed\n", errors.load());

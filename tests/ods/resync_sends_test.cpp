@@ -70,6 +70,16 @@ TEST(ResyncSends, DropsEntriesOfChainVersionsThatMovedOn) {
   EXPECT_TRUE(l.piece(kOther, 5, 10, false).ok()) << "a current send's entry was dropped";
 }
 
+TEST(ResyncSends, KeepsEveryChunkOfOneLargeResync) {
+  Ledger l;  // prunes above 2 entries; all of these are current
+  for (uint64_t ino = 1; ino <= 100; ++ino) {
+    ASSERT_TRUE(l.piece(ChunkKey{ino, 0, 0}, 5, 10, true).ok());
+  }
+  EXPECT_EQ(l.sends.size(), 100u);
+  EXPECT_EQ(l.piece(ChunkKey{1, 0, 0}, 5, 9, true).code(), Code::kStaleChain)
+      << "the first chunk's entry went while its version is current";
+}
+
 TEST(ResyncSends, SendIdsOnlyGrow) {
   uint64_t prev = next_resync_send_id();
   for (int i = 0; i < 1000; ++i) {
