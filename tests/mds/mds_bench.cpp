@@ -3,7 +3,7 @@
 // run, on the same file system.
 //
 //   mds_bench [--clients 8] [--files 2000] [--shared-dir] [--dir /tmp] [--etcd]
-//             [--prefill N]
+//             [--prefill N [--settle S]]
 //
 // Starts surge-mds (from $SURGE_BUILD_DIR, or next to this binary's build
 // tree) on a fresh data dir with a synced WAL, registers one placeholder
@@ -20,7 +20,8 @@
 // entries (issue 14: the same cost as in an empty one); after them, one
 // client lists the first directory whole in readdirplus pages, and the
 // MDS's VmRSS before and after the listing and its VmHWM are printed (the
-// listing must not hold memory in proportion to the directory).
+// listing must not hold memory in proportion to the directory). --settle S
+// waits S seconds between the prefill and the timed phases.
 #include <rocksdb/db.h>
 
 #include <CLI/CLI.hpp>
@@ -118,6 +119,10 @@ int main(int argc, char** argv) {
   long prefill = 0;
   app.add_option("--prefill", prefill,
                  "entries put into each directory before the timed phases (then one is listed)");
+  int settle = 0;
+  app.add_option("--settle", settle,
+                 "seconds to wait after the prefill (RocksDB flushes and compacts what it wrote, "
+                 "the disk writes it back) before the timed phases");
   CLI11_PARSE(app, argc, argv);
 
   std::string tmpl = base + "/surge-mds-bench-XXXXXX";
@@ -232,6 +237,7 @@ int main(int argc, char** argv) {
         check(chans[c]->call<pb::MdsCreate>(r, &reply));
       }
     });
+    std::this_thread::sleep_for(std::chrono::seconds(settle));
   }
   // The machine may be shared: measure the ceiling right before and right
   // after the MDS runs and compare with their mean.
