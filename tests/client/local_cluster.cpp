@@ -27,20 +27,6 @@ namespace surge::test {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-int free_port() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(s);
-  return port;
-}
-
 bool port_open(int port) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -286,8 +272,19 @@ Status LocalCluster::wait_targets_up(int n, int timeout_ms) {
     }
     std::this_thread::sleep_for(50ms);
   }
+  // Name a data server that is gone, with its log: its port may have been
+  // open only because something else held it.
+  std::string gone;
+  for (size_t i = 0; i < ods_pids_.size(); ++i) {
+    int st = 0;
+    if (ods_pids_[i] > 0 && waitpid(ods_pids_[i], &st, WNOHANG) == ods_pids_[i]) {
+      ods_pids_[i] = -1;
+      const std::string name = "ods" + std::to_string(i);
+      gone += "; " + name + " exited (status " + std::to_string(st) + "), log:\n" + log_tail(name);
+    }
+  }
   return Status::TimedOut("data servers not up after " + std::to_string(timeout_ms) + " ms (" +
-                          last + ")");
+                          last + ")" + gone);
 }
 
 Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterConfig& cfg) {

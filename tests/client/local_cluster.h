@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "surge/client.h"
+#include "tests/common/loopback.h"  // free_port
 
 namespace surge::test {
 
@@ -136,8 +137,6 @@ Result<std::string> read_file(const std::string& path, size_t chunk = 64 << 10);
 // SIGSTOPs pid and waits until the kernel shows it stopped (a signal to a
 // busy multi-threaded process takes effect a little later).
 bool stop_process(pid_t pid);
-// A free TCP port on 127.0.0.1 (bound, read back, released).
-int free_port();
 // True when something accepts connections on 127.0.0.1:port.
 bool port_open(int port);
 // Runs a shell command; its exit status (output appended to *out if given).
