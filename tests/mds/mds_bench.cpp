@@ -21,7 +21,11 @@
 // client lists the first directory whole in readdirplus pages, and the
 // MDS's VmRSS before and after the listing and its VmHWM are printed (the
 // listing must not hold memory in proportion to the directory). --settle S
-// waits S seconds between the prefill and the timed phases.
+// waits S seconds between the prefill and the timed phases. A short phase
+// after a prefill can catch the flush of the prefill's last memtable and
+// an L0 compaction whole (docs/metadata-path.md, "Large directories"): use
+// enough --files for the phases to hold their own. The start of the timed
+// phases is marked on stderr with the MDS's pid, for a profiler.
 #include <rocksdb/db.h>
 
 #include <CLI/CLI.hpp>
@@ -237,8 +241,12 @@ int main(int argc, char** argv) {
         check(chans[c]->call<pb::MdsCreate>(r, &reply));
       }
     });
+    std::fprintf(stderr, "mds_bench: %s: prefill done, settling %d s\n", label.c_str(), settle);
     std::this_thread::sleep_for(std::chrono::seconds(settle));
   }
+  // A mark for a profiler attached to the MDS (perf record --control).
+  std::fprintf(stderr, "mds_bench: %s: timed phases start (MDS pid %d)\n", label.c_str(),
+               static_cast<int>(mds.pid()));
   // The machine may be shared: measure the ceiling right before and right
   // after the MDS runs and compare with their mean.
   out.create = timed(clients, [&](int c) {
