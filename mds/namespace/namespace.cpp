@@ -51,8 +51,15 @@ Status Namespace::validate_name(const std::string& name) {
 }
 
 Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
-  SURGE_ASSIGN_OR_RETURN(auto format, kv->get(Space::kSystem, keys::kFormat));
+  // The id first: a format writes both in one batch, so a marker read
+  // after the id is absent but present means another process formatted the
+  // store in between (two MDS starting on one empty etcd prefix); read the
+  // id again rather than call the store damaged.
   SURGE_ASSIGN_OR_RETURN(auto fsid, kv->get(Space::kSystem, keys::kFsId));
+  SURGE_ASSIGN_OR_RETURN(auto format, kv->get(Space::kSystem, keys::kFormat));
+  if (format && !fsid) {
+    SURGE_ASSIGN_OR_RETURN(fsid, kv->get(Space::kSystem, keys::kFsId));
+  }
   if (!format && !fsid) {
     bool has_inodes = false;
     SURGE_RETURN_IF_ERROR(kv->scan(Space::kInodes, "", "", [&](std::string_view, std::string_view) {
@@ -60,6 +67,10 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
       return false;
     }));
     if (has_inodes) {
+      // Formatted by another process between the reads above and the scan
+      // (two MDS starting on one empty etcd prefix): its id is there now.
+      SURGE_ASSIGN_OR_RETURN(auto since, kv->get(Space::kSystem, keys::kFsId));
+      if (since) return FormatOrLoad(kv, expect_fs_id);
       return Status::Corruption(
           "metadata store holds inodes but no file system id: not formatted "
           "by surge-mds, or damaged");
@@ -79,7 +90,12 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
     a->set_generation(1);
     root.set_parent(proto::mds::kRootIno);
     root.set_format_version(kRecordFormatVersion);
+    // Checked absent: of two processes formatting one empty store at once
+    // (two MDS on one etcd prefix), one formats and the other loads its file
+    // system instead of writing a second id over it.
     KvBatch b;
+    b.check(Space::kSystem, std::string(keys::kFormat), std::nullopt);
+    b.check(Space::kSystem, std::string(keys::kFsId), std::nullopt);
     b.put(Space::kSystem, std::string(keys::kFormat), std::string(kStoreFormat));
     std::string v;
     keys::put_be64(v, id);
@@ -88,7 +104,13 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
     keys::put_be64(h, proto::mds::kRootIno + 1);
     b.put(Space::kSystem, std::string(keys::kInoHwm), h);
     b.put(Space::kInodes, keys::inode(proto::mds::kRootIno), root.SerializeAsString());
-    SURGE_RETURN_IF_ERROR_CTX(kv->commit(b), "formatting the metadata store");
+    Status st = kv->commit(b);
+    if (st.code() == Code::kBusy) {  // formatted by another process since our read: load it
+      SURGE_ASSIGN_OR_RETURN(auto now_there, kv->get(Space::kSystem, keys::kFsId));
+      if (!now_there) return Status::Busy("formatting the metadata store: " + st.message());
+      return FormatOrLoad(kv, expect_fs_id);
+    }
+    SURGE_RETURN_IF_ERROR_CTX(st, "formatting the metadata store");
     SLOG_INFO("formatted a new file system, id {:016x}", id);
     return id;
   }
@@ -116,25 +138,43 @@ Result<std::unique_ptr<Namespace>> Namespace::Open(KvStore* kv, ClusterMap* map,
   ns->fs_id_ = id;
   SURGE_ASSIGN_OR_RETURN(auto hwm, kv->get(Space::kSystem, keys::kInoHwm));
   if (!hwm || hwm->size() != 8) return Status::Corruption("metadata store lacks its inode counter");
-  ns->next_ino_ = keys::get_be64(*hwm);
-  ns->ino_hwm_ = ns->next_ino_;
+  // Nothing reserved yet: the first number claims a block (alloc_ino).
   return ns;
 }
 
 Result<uint64_t> Namespace::alloc_ino() {
   std::lock_guard lk(ino_mu_);
   if (next_ino_ >= ino_hwm_) {
-    // Reserve a block durably before handing out any number of it, so a
-    // restart never reuses one.
-    const uint64_t hwm = next_ino_ + opts_.inode_batch;
-    KvBatch b;
-    std::string v;
-    keys::put_be64(v, hwm);
-    b.put(Space::kSystem, std::string(keys::kInoHwm), v);
-    SURGE_RETURN_IF_ERROR_CTX(kv_->commit(b), "reserving inode numbers");
-    ino_hwm_ = hwm;
+    SURGE_RETURN_IF_ERROR(claim_inode_block());
   }
   return next_ino_++;
+}
+
+// Reserves a block durably before handing out any number of it, so a
+// restart never reuses one. The claim is a compare-and-swap of the stored
+// high-water mark, not a put of what this process last wrote: processes
+// sharing one store (several MDS on etcd) each claim from what the store
+// holds, and one whose read another claim overtook reads again.
+Status Namespace::claim_inode_block() {
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    SURGE_ASSIGN_OR_RETURN(auto cur, kv_->get(Space::kSystem, keys::kInoHwm));
+    if (!cur || cur->size() != 8) {
+      return Status::Corruption("metadata store lacks its inode counter");
+    }
+    const uint64_t from = keys::get_be64(*cur);
+    std::string next;
+    keys::put_be64(next, from + opts_.inode_batch);
+    KvBatch b;
+    b.check(Space::kSystem, std::string(keys::kInoHwm), *cur);
+    b.put(Space::kSystem, std::string(keys::kInoHwm), next);
+    Status st = kv_->commit(b);
+    if (st.code() == Code::kBusy) continue;  // another process claimed since our read
+    SURGE_RETURN_IF_ERROR_CTX(st, "reserving inode numbers");
+    next_ino_ = from;
+    ino_hwm_ = from + opts_.inode_batch;
+    return Status::OK();
+  }
+  return Status::Busy("reserving inode numbers: the counter kept changing");
 }
 
 Result<bool> Namespace::load(uint64_t ino, records::InodeRecord* out) {

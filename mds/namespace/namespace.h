@@ -112,6 +112,7 @@ class Namespace {
       : kv_(kv), map_(map), sessions_(sessions), objects_(objects), opts_(o) {}
 
   Result<uint64_t> alloc_ino();
+  Status claim_inode_block();  // under ino_mu_
   // Reads an inode record into *out; false when there is none.
   Result<bool> load(uint64_t ino, records::InodeRecord* out);
   Result<records::InodeRecord> load_existing(uint64_t ino, const char* what);
@@ -166,7 +167,7 @@ class Namespace {
   std::mutex rename_mu_;
   std::mutex ino_mu_;
   uint64_t next_ino_ = 0;  // guarded by ino_mu_
-  uint64_t ino_hwm_ = 0;   // first number not yet reserved on disk
+  uint64_t ino_hwm_ = 0;   // end of the block this process claimed
   std::atomic<uint64_t> done_ops_noted_{0};
 };
 
