@@ -1,5 +1,5 @@
 // Loopback helpers shared by the daemon tests: a free TCP port on
-// 127.0.0.1 (bound and released, so a daemon can take it next) and a plain
+// 127.0.0.1 for a daemon to listen on (free_port, below) and a plain
 // HTTP GET (a Prometheus scrape of a /metrics endpoint). Header-only: every
 // test part links it without a library.
 #pragma once
