@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "common/metrics/registry.h"
+#include "common/rocksdb_tsan.h"
 
 namespace surge::mds {
 namespace {
@@ -93,6 +94,7 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& o
   dbo.enable_pipelined_write = false;
   dbo.allow_concurrent_memtable_write = true;
   dbo.paranoid_checks = true;
+  unmerged_write_groups_under_tsan(dbo);
   // Tickers only (WAL syncs for /metrics): per-core counters, no timers.
   dbo.statistics = rocksdb::CreateDBStatistics();
   dbo.statistics->set_stats_level(rocksdb::StatsLevel::kExceptHistogramOrTimers);

@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "common/rocksdb_tsan.h"
+
 namespace surge::ods {
 namespace {
 
@@ -105,6 +107,7 @@ Result<std::unique_ptr<ChunkIndex>> ChunkIndex::Open(const std::string& dir) {
   // 8 MiB buffers flush within minutes and hold at most 16 MiB.
   o.write_buffer_size = 8 << 20;
   o.max_write_buffer_number = 2;
+  unmerged_write_groups_under_tsan(o);
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) return db_status(s, "open the chunk index " + dir);
