@@ -47,7 +47,13 @@ class KvBatch {
     ops_.push_back({s, std::move(key), std::move(value)});
   }
   void del(Space s, std::string key) { ops_.push_back({s, std::move(key), std::nullopt}); }
+  // A key read twice for one change is checked once when both reads saw the
+  // same value; two different expectations of one key both stay, so the
+  // batch fails (Busy) and the change is rebuilt from a fresh read.
   void check(Space s, std::string key, std::optional<std::string> expected) {
+    for (const auto& c : checks_) {
+      if (c.space == s && c.key == key && c.expected == expected) return;
+    }
     checks_.push_back({s, std::move(key), std::move(expected)});
   }
   bool empty() const { return ops_.empty(); }

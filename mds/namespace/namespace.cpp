@@ -177,8 +177,10 @@ Status Namespace::claim_inode_block() {
   return Status::Busy("reserving inode numbers: the counter kept changing");
 }
 
-Result<bool> Namespace::load(uint64_t ino, records::InodeRecord* out) {
-  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kInodes, keys::inode(ino)));
+Result<bool> Namespace::load(uint64_t ino, records::InodeRecord* out, KvBatch* reads) {
+  std::string key = keys::inode(ino);
+  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kInodes, key));
+  if (reads != nullptr) reads->check(Space::kInodes, std::move(key), v);
   if (!v) return false;
   if (!out->ParseFromString(*v)) {
     return Status::Corruption(ino_str(ino) + " has an unreadable record");
@@ -186,24 +188,28 @@ Result<bool> Namespace::load(uint64_t ino, records::InodeRecord* out) {
   return true;
 }
 
-Result<records::InodeRecord> Namespace::load_existing(uint64_t ino, const char* what) {
+Result<records::InodeRecord> Namespace::load_existing(uint64_t ino, const char* what,
+                                                      KvBatch* reads) {
   if (ino == 0) return Status::InvalidArgument(std::string(what) + ": inode 0 does not exist");
   records::InodeRecord r;
-  SURGE_ASSIGN_OR_RETURN(bool found, load(ino, &r));
+  SURGE_ASSIGN_OR_RETURN(bool found, load(ino, &r, reads));
   if (!found) return Status::NotFound(std::string(what) + ": no " + ino_str(ino));
   return r;
 }
 
-Result<records::InodeRecord> Namespace::load_dir(uint64_t ino, const char* what) {
-  SURGE_ASSIGN_OR_RETURN(auto r, load_existing(ino, what));
+Result<records::InodeRecord> Namespace::load_dir(uint64_t ino, const char* what, KvBatch* reads) {
+  SURGE_ASSIGN_OR_RETURN(auto r, load_existing(ino, what, reads));
   if (!S_ISDIR(r.attr().mode())) {
     return err::NotDirectory(std::string(what) + ": " + ino_str(ino) + " is not a directory");
   }
   return r;
 }
 
-Result<std::optional<keys::DentryValue>> Namespace::find(uint64_t parent, const std::string& name) {
-  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kDentries, keys::dentry(parent, name)));
+Result<std::optional<keys::DentryValue>> Namespace::find(uint64_t parent, const std::string& name,
+                                                         KvBatch* reads) {
+  std::string key = keys::dentry(parent, name);
+  SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kDentries, key));
+  if (reads != nullptr) reads->check(Space::kDentries, std::move(key), v);
   if (!v) return std::optional<keys::DentryValue>();
   keys::DentryValue d;
   if (!keys::decode_dentry(*v, &d)) {
@@ -212,14 +218,10 @@ Result<std::optional<keys::DentryValue>> Namespace::find(uint64_t parent, const 
   return std::optional<keys::DentryValue>(d);
 }
 
-void Namespace::put_inode(KvBatch& b, const records::InodeRecord& r) {
-  if (r.format_version() == kRecordFormatVersion) {
-    b.put(Space::kInodes, keys::inode(r.attr().ino()), r.SerializeAsString());
-    return;
-  }
-  records::InodeRecord stamped = r;
-  stamped.set_format_version(kRecordFormatVersion);
-  b.put(Space::kInodes, keys::inode(r.attr().ino()), stamped.SerializeAsString());
+void Namespace::put_inode(KvBatch& b, records::InodeRecord& r) {
+  r.set_format_version(kRecordFormatVersion);
+  r.set_change(r.change() + 1);
+  b.put(Space::kInodes, keys::inode(r.attr().ino()), r.SerializeAsString());
 }
 
 Result<bool> Namespace::dir_empty(uint64_t ino) {
@@ -347,6 +349,7 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   }
   pa->set_mtime_ns(now);
   pa->set_ctime_ns(now);
+  // Checked absent: the caller's find put that check into b too.
   const std::string dkey = keys::dentry(pa->ino(), name);
   b.check(Space::kDentries, dkey, std::nullopt);
   b.put(Space::kDentries, dkey, keys::encode_dentry({ino, type}));
@@ -366,29 +369,36 @@ Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const 
                             uint32_t mode, uint64_t rdev, const std::string& symlink,
                             uint64_t op_id, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(name));
-  auto g = locks_.lock({parent});
-  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(parent, "create"));
-  SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
-  SURGE_ASSIGN_OR_RETURN(auto existing, find(parent, name));
-  if (existing) {
-    SURGE_ASSIGN_OR_RETURN(auto mine, made_by(op_id, existing->child));
-    if (!mine) return Status::AlreadyExists(entry_str(parent, name) + " exists");
-    to_wire(mine->attr(), out->mutable_attr());  // a resend: answer as the first time
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({parent});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(parent, "create", &b));
+    SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
+    SURGE_ASSIGN_OR_RETURN(auto existing, find(parent, name, &b));
+    if (existing) {
+      SURGE_ASSIGN_OR_RETURN(auto mine, made_by(op_id, existing->child));
+      if (!mine) return Status::AlreadyExists(entry_str(parent, name) + " exists");
+      to_wire(mine->attr(), out->mutable_attr());  // a resend: answer as the first time
+      out->set_created(true);
+      return Status::OK();
+    }
+    records::InodeRecord child;
+    SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, op_id, b, &child));
+    Status st = commit_then_sync(b, g);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
+    to_wire(child.attr(), out->mutable_attr());
+    to_wire(p.attr(), out->mutable_parent_attr());
     out->set_created(true);
     return Status::OK();
   }
-  KvBatch b;
-  records::InodeRecord child;
-  SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, op_id, b, &child));
-  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  to_wire(child.attr(), out->mutable_attr());
-  to_wire(p.attr(), out->mutable_parent_attr());
-  out->set_created(true);
-  return Status::OK();
+  return Status::Busy("create: " + entry_str(parent, name) + " keeps changing");
 }
 
 Status Namespace::open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
-                                       uint32_t flags, uint64_t session_id, LockTable::Guard& g) {
+                                       uint32_t flags, uint64_t session_id, LockTable::Guard& g,
+                                       KvBatch& b) {
   const records::StoredAttr& a = rec.attr();
   const uint32_t acc = flags & O_ACCMODE;
   const bool write = acc == O_WRONLY || acc == O_RDWR || (flags & O_TRUNC);
@@ -410,9 +420,8 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
     if (cred.uid() != 0) rec.mutable_attr()->set_mode(without_suidgid(a.mode()));
     rec.mutable_attr()->set_mtime_ns(now);
     rec.mutable_attr()->set_ctime_ns(now);
-    KvBatch b;
     put_inode(b, rec);
-    SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
+    SURGE_RETURN_IF_ERROR(kv_->commit(b, false));  // Busy: changed since read, the caller retries
   }
   if (session_id != 0) SURGE_RETURN_IF_ERROR(sessions_->add_open(session_id, a.ino()));
   g.release();
@@ -425,10 +434,12 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
   // An unknown session fails the request before anything is created.
   if (req.session_id() != 0) SURGE_RETURN_IF_ERROR(sessions_->heartbeat(req.session_id()));
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
     auto g = locks_.lock({req.parent()});
-    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "create"));
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "create", &b));
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayExec, "create"));
-    SURGE_ASSIGN_OR_RETURN(auto existing, find(req.parent(), req.name()));
+    SURGE_ASSIGN_OR_RETURN(auto existing, find(req.parent(), req.name(), &b));
     if (existing) {
       SURGE_ASSIGN_OR_RETURN(auto mine, made_by(req.op_id(), existing->child));
       if (mine) {  // a resend of this create: answer as the first time
@@ -451,19 +462,23 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
       auto g2 = locks_.lock({req.parent(), existing->child});
       SURGE_ASSIGN_OR_RETURN(auto again, find(req.parent(), req.name()));
       if (!again || again->child != existing->child) continue;
-      SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(existing->child, "create"));
-      SURGE_RETURN_IF_ERROR(open_existing_locked(cred, rec, req.flags(), req.session_id(), g2));
+      KvBatch ob;
+      SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(existing->child, "create", &ob));
+      Status st = open_existing_locked(cred, rec, req.flags(), req.session_id(), g2, ob);
+      if (conflicted(st)) continue;
+      SURGE_RETURN_IF_ERROR(st);
       to_wire(rec.attr(), out->mutable_attr());
       out->set_created(false);
       return Status::OK();
     }
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
-    KvBatch b;
     records::InodeRecord child;
     SURGE_RETURN_IF_ERROR(
         add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", req.op_id(),
                          b, &child));
-    SURGE_RETURN_IF_ERROR(kv_->commit(b, false));
+    Status st = kv_->commit(b, false);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
     // Record the open before the directory unlocks: an unlink of the new
     // name must see it open. (A session closed since the check above just
     // does not hold the file open.)
@@ -556,28 +571,33 @@ Status Namespace::readlink(const pb::ReadlinkRequest& req, pb::ReadlinkReply* ou
 }
 
 Status Namespace::unlink(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
+  return settle_resend(req.op_id(), unlink_unsettled(req, out));
+}
+
+Status Namespace::unlink_unsettled(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
-  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
-  if (resent) return Status::OK();  // it happened; its reply was lost
   const auto& cred = req.cred();
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    // Again on each attempt: a conflict may have been this op's resend.
+    SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+    if (resent) return Status::OK();  // it happened; its reply was lost
     SURGE_ASSIGN_OR_RETURN(auto p0, load_dir(req.parent(), "unlink"));
     SURGE_RETURN_IF_ERROR(check_access(cred, p0.attr(), kMayExec, "unlink"));
     SURGE_ASSIGN_OR_RETURN(auto d0, find(req.parent(), req.name()));
     if (!d0) return Status::NotFound("unlink: no " + entry_str(req.parent(), req.name()));
     auto g = locks_.lock({req.parent(), d0->child});
-    SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name()));
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name(), &b));
     if (!d || d->child != d0->child) continue;  // changed before we locked
-    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "unlink"));
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "unlink", &b));
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "unlink"));
-    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "unlink"));
+    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "unlink", &b));
     if (S_ISDIR(c.attr().mode())) {
       return err::IsDirectory("unlink: " + entry_str(req.parent(), req.name()) + " is a directory");
     }
     SURGE_RETURN_IF_ERROR(check_sticky(cred, p.attr(), c.attr(), "unlink"));
     const uint64_t now = now_ns();
-    KvBatch b;
-    b.check(Space::kDentries, keys::dentry(req.parent(), req.name()), keys::encode_dentry(*d));
     b.del(Space::kDentries, keys::dentry(req.parent(), req.name()));
     p.mutable_attr()->set_mtime_ns(now);
     p.mutable_attr()->set_ctime_ns(now);
@@ -586,7 +606,9 @@ Status Namespace::unlink(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
     c.mutable_attr()->set_ctime_ns(now);
     put_inode(b, c);
     if (c.attr().nlink() == 0) b.put(Space::kSystem, keys::orphan(c.attr().ino()), "");
-    SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
+    Status st = commit_done_op(b, g, req.op_id(), now);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
     if (out != nullptr) {
       to_wire(p.attr(), out->mutable_parent_attr());
       out->set_ino(c.attr().ino());
@@ -597,21 +619,31 @@ Status Namespace::unlink(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
 }
 
 Status Namespace::rmdir(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
+  return settle_resend(req.op_id(), rmdir_unsettled(req, out));
+}
+
+Status Namespace::rmdir_unsettled(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.name()));
-  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
-  if (resent) return Status::OK();  // it happened; its reply was lost
   const auto& cred = req.cred();
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    // Again on each attempt: a conflict may have been this op's resend.
+    SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+    if (resent) return Status::OK();  // it happened; its reply was lost
     SURGE_ASSIGN_OR_RETURN(auto p0, load_dir(req.parent(), "rmdir"));
     SURGE_RETURN_IF_ERROR(check_access(cred, p0.attr(), kMayExec, "rmdir"));
     SURGE_ASSIGN_OR_RETURN(auto d0, find(req.parent(), req.name()));
     if (!d0) return Status::NotFound("rmdir: no " + entry_str(req.parent(), req.name()));
     auto g = locks_.lock({req.parent(), d0->child});
-    SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name()));
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto d, find(req.parent(), req.name(), &b));
     if (!d || d->child != d0->child) continue;
-    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "rmdir"));
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.parent(), "rmdir", &b));
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "rmdir"));
-    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "rmdir"));
+    // The directory's record is checked too: every entry added to it
+    // rewrites it, so an entry made since this emptiness scan (by another
+    // MDS) fails the batch.
+    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(d->child, "rmdir", &b));
     if (!S_ISDIR(c.attr().mode())) {
       return err::NotDirectory("rmdir: " + entry_str(req.parent(), req.name()) +
                                " is not a directory");
@@ -622,7 +654,6 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
       return err::NotEmpty("rmdir: " + entry_str(req.parent(), req.name()) + " is not empty");
     }
     const uint64_t now = now_ns();
-    KvBatch b;
     b.del(Space::kDentries, keys::dentry(req.parent(), req.name()));
     b.del(Space::kInodes, keys::inode(c.attr().ino()));
     SURGE_RETURN_IF_ERROR(delete_xattrs(b, c.attr().ino()));
@@ -630,7 +661,9 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
     p.mutable_attr()->set_mtime_ns(now);
     p.mutable_attr()->set_ctime_ns(now);
     put_inode(b, p);
-    SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
+    Status st = commit_done_op(b, g, req.op_id(), now);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
     if (out != nullptr) {
       to_wire(p.attr(), out->mutable_parent_attr());
       out->set_ino(c.attr().ino());
@@ -641,43 +674,52 @@ Status Namespace::rmdir(const pb::UnlinkRequest& req, pb::UnlinkReply* out) {
 }
 
 Status Namespace::link(const pb::LinkRequest& req, pb::EntryReply* out) {
+  return settle_resend(req.op_id(), link_unsettled(req, out));
+}
+
+Status Namespace::link_unsettled(const pb::LinkRequest& req, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(req.new_name()));
-  auto g = locks_.lock({req.new_parent(), req.ino()});
-  SURGE_ASSIGN_OR_RETURN(auto c, load_existing(req.ino(), "link"));
-  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
-  if (resent) {  // it happened; its reply was lost
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.new_parent(), req.ino()});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto c, load_existing(req.ino(), "link", &b));
+    SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+    if (resent) {  // it happened; its reply was lost
+      to_wire(c.attr(), out->mutable_attr());
+      return Status::OK();
+    }
+    if (S_ISDIR(c.attr().mode())) {
+      return Status::NotPermitted("link: " + ino_str(req.ino()) + " is a directory");
+    }
+    if (c.attr().nlink() == 0)
+      return Status::NotFound("link: " + ino_str(req.ino()) + " was removed");
+    if (c.attr().nlink() >= kMaxLinks) {
+      return Status(Code::kTooManyLinks, "link: " + ino_str(req.ino()) + " has too many links");
+    }
+    SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.new_parent(), "link", &b));
+    SURGE_RETURN_IF_ERROR(check_access(req.cred(), p.attr(), kMayWrite | kMayExec, "link"));
+    SURGE_ASSIGN_OR_RETURN(auto existing, find(req.new_parent(), req.new_name(), &b));
+    if (existing)
+      return Status::AlreadyExists("link: " + entry_str(req.new_parent(), req.new_name()) +
+                                   " exists");
+    const uint64_t now = now_ns();
+    b.put(Space::kDentries, keys::dentry(req.new_parent(), req.new_name()),
+          keys::encode_dentry({req.ino(), c.attr().mode() & S_IFMT}));
+    c.mutable_attr()->set_nlink(c.attr().nlink() + 1);
+    c.mutable_attr()->set_ctime_ns(now);
+    p.mutable_attr()->set_mtime_ns(now);
+    p.mutable_attr()->set_ctime_ns(now);
+    put_inode(b, c);
+    put_inode(b, p);
+    Status st = commit_done_op(b, g, req.op_id(), now);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
     to_wire(c.attr(), out->mutable_attr());
+    to_wire(p.attr(), out->mutable_parent_attr());
     return Status::OK();
   }
-  if (S_ISDIR(c.attr().mode())) {
-    return Status::NotPermitted("link: " + ino_str(req.ino()) + " is a directory");
-  }
-  if (c.attr().nlink() == 0)
-    return Status::NotFound("link: " + ino_str(req.ino()) + " was removed");
-  if (c.attr().nlink() >= kMaxLinks) {
-    return Status(Code::kTooManyLinks, "link: " + ino_str(req.ino()) + " has too many links");
-  }
-  SURGE_ASSIGN_OR_RETURN(auto p, load_dir(req.new_parent(), "link"));
-  SURGE_RETURN_IF_ERROR(check_access(req.cred(), p.attr(), kMayWrite | kMayExec, "link"));
-  SURGE_ASSIGN_OR_RETURN(auto existing, find(req.new_parent(), req.new_name()));
-  if (existing)
-    return Status::AlreadyExists("link: " + entry_str(req.new_parent(), req.new_name()) +
-                                 " exists");
-  const uint64_t now = now_ns();
-  KvBatch b;
-  const std::string dkey = keys::dentry(req.new_parent(), req.new_name());
-  b.check(Space::kDentries, dkey, std::nullopt);
-  b.put(Space::kDentries, dkey, keys::encode_dentry({req.ino(), c.attr().mode() & S_IFMT}));
-  c.mutable_attr()->set_nlink(c.attr().nlink() + 1);
-  c.mutable_attr()->set_ctime_ns(now);
-  p.mutable_attr()->set_mtime_ns(now);
-  p.mutable_attr()->set_ctime_ns(now);
-  put_inode(b, c);
-  put_inode(b, p);
-  SURGE_RETURN_IF_ERROR(commit_done_op(b, g, req.op_id(), now));
-  to_wire(c.attr(), out->mutable_attr());
-  to_wire(p.attr(), out->mutable_parent_attr());
-  return Status::OK();
+  return Status::Busy("link: " + entry_str(req.new_parent(), req.new_name()) + " keeps changing");
 }
 
 Status Namespace::readdir(const pb::ReadDirRequest& req, pb::ReadDirReply* out) {
@@ -739,14 +781,21 @@ Status Namespace::statfs(const pb::StatFsRequest&, pb::StatFsReply* out) {
 }
 
 Status Namespace::open(const pb::OpenRequest& req, pb::EntryReply* out) {
-  auto g = locks_.lock({req.ino()});
-  // An unlinked but not yet collected inode (nlink 0) may be opened: a
-  // client re-records the opens it holds after an MDS restart this way.
-  // Nobody finds such an inode by name, so it is never a new open.
-  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "open"));
-  SURGE_RETURN_IF_ERROR(open_existing_locked(req.cred(), rec, req.flags(), req.session_id(), g));
-  to_wire(rec.attr(), out->mutable_attr());
-  return Status::OK();
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.ino()});
+    // An unlinked but not yet collected inode (nlink 0) may be opened: a
+    // client re-records the opens it holds after an MDS restart this way.
+    // Nobody finds such an inode by name, so it is never a new open.
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "open", &b));
+    Status st = open_existing_locked(req.cred(), rec, req.flags(), req.session_id(), g, b);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
+    to_wire(rec.attr(), out->mutable_attr());
+    return Status::OK();
+  }
+  return Status::Busy("open: " + ino_str(req.ino()) + " keeps changing");
 }
 
 Status Namespace::close(const pb::CloseRequest& req) {
@@ -779,9 +828,11 @@ Result<bool> Namespace::orphan_record(uint64_t ino, records::InodeRecord* out) {
 Status Namespace::purge_orphan(uint64_t ino) {
   auto g = locks_.lock({ino});
   if (sessions_->is_open(ino)) return Status::Busy("orphan " + ino_str(ino) + " is open again");
-  records::InodeRecord rec;
-  SURGE_ASSIGN_OR_RETURN(bool found, load(ino, &rec));
+  // Busy (the collector tries again later) when another MDS wrote the
+  // record since this read.
   KvBatch b;
+  records::InodeRecord rec;
+  SURGE_ASSIGN_OR_RETURN(bool found, load(ino, &rec, &b));
   b.del(Space::kSystem, keys::orphan(ino));
   if (found && rec.attr().nlink() == 0) {
     b.del(Space::kInodes, keys::inode(ino));

@@ -4,11 +4,16 @@
 //
 // Invariants:
 //  * every change that touches several keys commits as one KvBatch;
+//  * every read a change depends on is a check in its batch (the records,
+//    entries and xattrs read, present or absent; for a rename that moves a
+//    directory, the ancestors walked), so the change commits only if none
+//    of them changed since: correct for several MDS processes on one store,
+//    and a failed check (Busy) makes the operation read again and retry;
 //  * an operation holds the LockTable stripes of every inode whose record or
-//    entries it changes, so concurrent operations on one directory serialize
-//    while unrelated ones run in parallel; renames that move an entry to
-//    another directory also take the rename mutex (as Linux's
-//    s_vfs_rename_mutex) so the "not into its own subtree" walk is stable;
+//    entries it changes, so concurrent operations on one directory of one
+//    process serialize instead of failing each other's checks; renames that
+//    move an entry to another directory also take the rename mutex (as
+//    Linux's s_vfs_rename_mutex);
 //  * a reply is sent only after the change is durable (make_durable after
 //    the locks are released: waiting for the disk does not hold up the
 //    directory, and the log orders every dependent change after it);
@@ -113,12 +118,17 @@ class Namespace {
 
   Result<uint64_t> alloc_ino();
   Status claim_inode_block();  // under ino_mu_
-  // Reads an inode record into *out; false when there is none.
-  Result<bool> load(uint64_t ino, records::InodeRecord* out);
-  Result<records::InodeRecord> load_existing(uint64_t ino, const char* what);
-  Result<records::InodeRecord> load_dir(uint64_t ino, const char* what);
-  Result<std::optional<keys::DentryValue>> find(uint64_t parent, const std::string& name);
-  void put_inode(KvBatch& b, const records::InodeRecord& r);
+  // Reads an inode record into *out; false when there is none. With
+  // `reads`, the batch the change will commit in, what was read (the bytes
+  // or their absence) becomes a check of that batch.
+  Result<bool> load(uint64_t ino, records::InodeRecord* out, KvBatch* reads = nullptr);
+  Result<records::InodeRecord> load_existing(uint64_t ino, const char* what,
+                                             KvBatch* reads = nullptr);
+  Result<records::InodeRecord> load_dir(uint64_t ino, const char* what, KvBatch* reads = nullptr);
+  Result<std::optional<keys::DentryValue>> find(uint64_t parent, const std::string& name,
+                                                KvBatch* reads = nullptr);
+  // Stamps the record (format version, change count) and puts it into b.
+  void put_inode(KvBatch& b, records::InodeRecord& r);
   Result<bool> dir_empty(uint64_t ino);
   Status delete_xattrs(KvBatch& b, uint64_t ino);
   Status commit_then_sync(KvBatch& b, LockTable::Guard& g);
@@ -143,13 +153,23 @@ class Namespace {
   // their op ids are kept in the system space for done_op_ttl_ns:
   // op_done says whether op_id (non-zero) was committed.
   Result<bool> op_done(uint64_t op_id);
+  // The answer to an unlink/rmdir/rename/link that failed as `st`: OK when
+  // its op id is done after all (a resend that raced its original, on this
+  // or another MDS, finds the entry already gone or made).
+  Status settle_resend(uint64_t op_id, Status st);
+  // b holds the check of rec as read; Busy when it changed since (retry).
   Status open_existing_locked(const pb::Credentials& cred, records::InodeRecord& rec,
-                              uint32_t flags, uint64_t session_id, LockTable::Guard& g);
+                              uint32_t flags, uint64_t session_id, LockTable::Guard& g, KvBatch& b);
   Result<pb::Layout> effective_dir_layout(const records::InodeRecord& dir);
   // A new file layout as `want` (a directory default) asks: format 1 over
   // targets without a scheme, chains of the scheme otherwise.
   Result<pb::Layout> place(const pb::Layout& want, uint64_t ino);
-  Result<bool> is_ancestor(uint64_t maybe_ancestor, uint64_t ino);
+  // Walks up from ino; each directory read is a check of `reads`.
+  Result<bool> is_ancestor(uint64_t maybe_ancestor, uint64_t ino, KvBatch* reads);
+  Status rename_unsettled(const pb::RenameRequest& req);
+  Status unlink_unsettled(const pb::UnlinkRequest& req, pb::UnlinkReply* out);
+  Status rmdir_unsettled(const pb::UnlinkRequest& req, pb::UnlinkReply* out);
+  Status link_unsettled(const pb::LinkRequest& req, pb::EntryReply* out);
 
  public:
   // Forgets done op ids older than done_op_ttl_ns at `now` (at most

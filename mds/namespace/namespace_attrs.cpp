@@ -157,113 +157,128 @@ Status Namespace::truncate_objects(const records::StoredAttr& a, uint64_t size) 
 Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   const auto& c = req.cred();
   const uint32_t v = req.valid();
-  auto g = locks_.lock({req.ino()});
-  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setattr"));
-  records::StoredAttr* a = rec.mutable_attr();
-  const bool owner_or_root = is_owner_or_root(c, *a);
-  const uint64_t now = now_ns();
-  const std::string what = "setattr " + ino_str(req.ino());
-  // Through a descriptor opened for writing: write permission was checked
-  // at its open (ftruncate of an open(O_CREAT|O_RDWR, 0) file works).
-  const bool open_for_write = req.open_session_id() != 0 &&
-                              sessions_->holds_open(req.open_session_id(), req.ino());
-  auto check_write = [&](const char* op) {
-    return open_for_write ? Status::OK() : check_access(c, *a, kMayWrite, op);
-  };
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.ino()});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setattr", &b));
+    records::StoredAttr* a = rec.mutable_attr();
+    const bool owner_or_root = is_owner_or_root(c, *a);
+    const uint64_t now = now_ns();
+    const std::string what = "setattr " + ino_str(req.ino());
+    // Through a descriptor opened for writing: write permission was checked
+    // at its open (ftruncate of an open(O_CREAT|O_RDWR, 0) file works).
+    const bool open_for_write =
+        req.open_session_id() != 0 && sessions_->holds_open(req.open_session_id(), req.ino());
+    auto check_write = [&](const char* op) {
+      return open_for_write ? Status::OK() : check_access(c, *a, kMayWrite, op);
+    };
 
-  // Checks first, all of them, then the changes: a refused request changes nothing.
-  if ((v & pb::SETATTR_MODE) && !owner_or_root) {
-    return Status::NotPermitted(what + ": chmod by uid " + std::to_string(c.uid()) + ", not owner");
-  }
-  if ((v & pb::SETATTR_UID) && c.uid() != 0 && !(c.uid() == a->uid() && req.uid() == a->uid())) {
-    return Status::NotPermitted(what + ": chown needs uid 0");
-  }
-  if ((v & pb::SETATTR_GID) && c.uid() != 0 &&
-      !(c.uid() == a->uid() && (req.gid() == a->gid() || in_group(c, req.gid())))) {
-    return Status::NotPermitted(what + ": chgrp to gid " + std::to_string(req.gid()) +
-                                " needs ownership and membership");
-  }
-  if ((v & (pb::SETATTR_ATIME | pb::SETATTR_MTIME | pb::SETATTR_CTIME)) && !owner_or_root) {
-    return Status::NotPermitted(what + ": setting times needs ownership");
-  }
-  if ((v & (pb::SETATTR_ATIME_NOW | pb::SETATTR_MTIME_NOW)) && !owner_or_root) {
-    SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "utimes"));
-  }
-  if (v & pb::SETATTR_SIZE) {
-    if (S_ISDIR(a->mode())) return err::IsDirectory(what + ": truncate of a directory");
-    if (!S_ISREG(a->mode())) return Status::InvalidArgument(what + ": truncate of a special file");
-    SURGE_RETURN_IF_ERROR(check_write("truncate"));
-  }
-  if ((v & pb::SETATTR_KILL_SUIDGID) && !owner_or_root) {
-    SURGE_RETURN_IF_ERROR(check_write("clearing setuid/setgid"));
-  }
-  if (req.report_size()) {  // as report_size checks it
-    if (!S_ISREG(a->mode())) {
-      return Status::InvalidArgument(what + ": a size report for a file that is not regular");
+    // Checks first, all of them, then the changes: a refused request changes nothing.
+    if ((v & pb::SETATTR_MODE) && !owner_or_root) {
+      return Status::NotPermitted(what + ": chmod by uid " + std::to_string(c.uid()) +
+                                  ", not owner");
     }
-    if (!owner_or_root) SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "report size"));
-  }
+    if ((v & pb::SETATTR_UID) && c.uid() != 0 && !(c.uid() == a->uid() && req.uid() == a->uid())) {
+      return Status::NotPermitted(what + ": chown needs uid 0");
+    }
+    if ((v & pb::SETATTR_GID) && c.uid() != 0 &&
+        !(c.uid() == a->uid() && (req.gid() == a->gid() || in_group(c, req.gid())))) {
+      return Status::NotPermitted(what + ": chgrp to gid " + std::to_string(req.gid()) +
+                                  " needs ownership and membership");
+    }
+    if ((v & (pb::SETATTR_ATIME | pb::SETATTR_MTIME | pb::SETATTR_CTIME)) && !owner_or_root) {
+      return Status::NotPermitted(what + ": setting times needs ownership");
+    }
+    if ((v & (pb::SETATTR_ATIME_NOW | pb::SETATTR_MTIME_NOW)) && !owner_or_root) {
+      SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "utimes"));
+    }
+    if (v & pb::SETATTR_SIZE) {
+      if (S_ISDIR(a->mode())) return err::IsDirectory(what + ": truncate of a directory");
+      if (!S_ISREG(a->mode()))
+        return Status::InvalidArgument(what + ": truncate of a special file");
+      SURGE_RETURN_IF_ERROR(check_write("truncate"));
+    }
+    if ((v & pb::SETATTR_KILL_SUIDGID) && !owner_or_root) {
+      SURGE_RETURN_IF_ERROR(check_write("clearing setuid/setgid"));
+    }
+    if (req.report_size()) {  // as report_size checks it
+      if (!S_ISREG(a->mode())) {
+        return Status::InvalidArgument(what + ": a size report for a file that is not regular");
+      }
+      if (!owner_or_root) SURGE_RETURN_IF_ERROR(check_access(c, *a, kMayWrite, "report size"));
+    }
 
-  if (req.report_size()) {  // first, as if reported just before this request
-    if (req.report_end() > a->size()) a->set_size(req.report_end());
-    a->set_mtime_ns(now);
+    if (req.report_size()) {  // first, as if reported just before this request
+      if (req.report_end() > a->size()) a->set_size(req.report_end());
+      a->set_mtime_ns(now);
+    }
+    if (v & pb::SETATTR_SIZE) {
+      // Objects first: if a data server fails, the size stays as it was.
+      SURGE_RETURN_IF_ERROR(truncate_objects(*a, req.size()));
+      a->set_size(req.size());
+      a->set_mtime_ns(now);
+    }
+    // Linux: a write or truncate by a process without CAP_FSETID (for
+    // libsurge callers: any uid but 0) clears setuid, and setgid where it
+    // means "group executable", so an altered program keeps no privilege.
+    if (((v & pb::SETATTR_KILL_SUIDGID) || ((v & pb::SETATTR_SIZE) && c.uid() != 0)) &&
+        !S_ISDIR(a->mode())) {
+      a->set_mode(without_suidgid(a->mode()));
+    }
+    if (v & pb::SETATTR_MODE) {
+      uint32_t mode = req.mode() & 07777;
+      const uint32_t gid = (v & pb::SETATTR_GID) ? req.gid() : a->gid();
+      if (c.uid() != 0 && !in_group(c, gid)) mode &= ~static_cast<uint32_t>(S_ISGID);
+      a->set_mode((a->mode() & S_IFMT) | mode);
+    }
+    if ((v & (pb::SETATTR_UID | pb::SETATTR_GID)) && !S_ISDIR(a->mode())) {
+      a->set_mode(without_suidgid(a->mode()));  // chown drops them too
+    }
+    if (v & pb::SETATTR_UID) a->set_uid(req.uid());
+    if (v & pb::SETATTR_GID) a->set_gid(req.gid());
+    if (v & pb::SETATTR_ATIME) a->set_atime_ns(req.atime_ns());
+    if (v & pb::SETATTR_ATIME_NOW) a->set_atime_ns(now);
+    if (v & pb::SETATTR_MTIME) a->set_mtime_ns(req.mtime_ns());
+    if (v & pb::SETATTR_MTIME_NOW) a->set_mtime_ns(now);
+    a->set_ctime_ns((v & pb::SETATTR_CTIME) ? req.ctime_ns() : now);
+    put_inode(b, rec);
+    Status st = commit_then_sync(b, g);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
+    to_wire(rec.attr(), out->mutable_attr());
+    return Status::OK();
   }
-  if (v & pb::SETATTR_SIZE) {
-    // Objects first: if a data server fails, the size stays as it was.
-    SURGE_RETURN_IF_ERROR(truncate_objects(*a, req.size()));
-    a->set_size(req.size());
-    a->set_mtime_ns(now);
-  }
-  // Linux: a write or truncate by a process without CAP_FSETID (for
-  // libsurge callers: any uid but 0) clears setuid, and setgid where it
-  // means "group executable", so an altered program keeps no privilege.
-  if (((v & pb::SETATTR_KILL_SUIDGID) || ((v & pb::SETATTR_SIZE) && c.uid() != 0)) &&
-      !S_ISDIR(a->mode())) {
-    a->set_mode(without_suidgid(a->mode()));
-  }
-  if (v & pb::SETATTR_MODE) {
-    uint32_t mode = req.mode() & 07777;
-    const uint32_t gid = (v & pb::SETATTR_GID) ? req.gid() : a->gid();
-    if (c.uid() != 0 && !in_group(c, gid)) mode &= ~static_cast<uint32_t>(S_ISGID);
-    a->set_mode((a->mode() & S_IFMT) | mode);
-  }
-  if ((v & (pb::SETATTR_UID | pb::SETATTR_GID)) && !S_ISDIR(a->mode())) {
-    a->set_mode(without_suidgid(a->mode()));  // chown drops them too
-  }
-  if (v & pb::SETATTR_UID) a->set_uid(req.uid());
-  if (v & pb::SETATTR_GID) a->set_gid(req.gid());
-  if (v & pb::SETATTR_ATIME) a->set_atime_ns(req.atime_ns());
-  if (v & pb::SETATTR_ATIME_NOW) a->set_atime_ns(now);
-  if (v & pb::SETATTR_MTIME) a->set_mtime_ns(req.mtime_ns());
-  if (v & pb::SETATTR_MTIME_NOW) a->set_mtime_ns(now);
-  a->set_ctime_ns((v & pb::SETATTR_CTIME) ? req.ctime_ns() : now);
-  KvBatch b;
-  put_inode(b, rec);
-  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  to_wire(rec.attr(), out->mutable_attr());
-  return Status::OK();
+  return Status::Busy("setattr: " + ino_str(req.ino()) + " keeps changing");
 }
 
 Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* out) {
-  auto g = locks_.lock({req.ino()});
-  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "report size"));
-  records::StoredAttr* a = rec.mutable_attr();
-  if (S_ISDIR(a->mode()))
-    return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
-  if (!S_ISREG(a->mode()))
-    return Status::InvalidArgument("report size: " + ino_str(req.ino()) + " is not a regular file");
-  if (!is_owner_or_root(req.cred(), *a)) {
-    SURGE_RETURN_IF_ERROR(check_access(req.cred(), *a, kMayWrite, "report size"));
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.ino()});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "report size", &b));
+    records::StoredAttr* a = rec.mutable_attr();
+    if (S_ISDIR(a->mode()))
+      return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
+    if (!S_ISREG(a->mode()))
+      return Status::InvalidArgument("report size: " + ino_str(req.ino()) +
+                                     " is not a regular file");
+    if (!is_owner_or_root(req.cred(), *a)) {
+      SURGE_RETURN_IF_ERROR(check_access(req.cred(), *a, kMayWrite, "report size"));
+    }
+    const uint64_t now = now_ns();
+    if (req.end() > a->size()) a->set_size(req.end());
+    a->set_mtime_ns(req.mtime_ns() != 0 ? req.mtime_ns() : now);
+    a->set_ctime_ns(now);
+    put_inode(b, rec);
+    Status st = commit_then_sync(b, g);
+    if (conflicted(st)) continue;
+    SURGE_RETURN_IF_ERROR(st);
+    to_wire(rec.attr(), out->mutable_attr());
+    return Status::OK();
   }
-  const uint64_t now = now_ns();
-  if (req.end() > a->size()) a->set_size(req.end());
-  a->set_mtime_ns(req.mtime_ns() != 0 ? req.mtime_ns() : now);
-  a->set_ctime_ns(now);
-  KvBatch b;
-  put_inode(b, rec);
-  SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));
-  to_wire(rec.attr(), out->mutable_attr());
-  return Status::OK();
+  return Status::Busy("report size: " + ino_str(req.ino()) + " keeps changing");
 }
 
 Status Namespace::setxattr(const pb::SetXattrRequest& req) {
@@ -275,36 +290,44 @@ Status Namespace::setxattr(const pb::SetXattrRequest& req) {
   if ((req.flags() & ~(kXattrCreate | kXattrReplace)) != 0) {
     return Status::InvalidArgument("setxattr: unknown flags " + std::to_string(req.flags()));
   }
-  auto g = locks_.lock({req.ino()});
-  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setxattr"));
-  SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
-  const std::string key = keys::xattr(req.ino(), req.name());
-  SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
-  if ((req.flags() & kXattrCreate) && old) {
-    return Status::AlreadyExists("xattr '" + req.name() + "' of " + ino_str(req.ino()) + " exists");
-  }
-  if ((req.flags() & kXattrReplace) && !old) {
-    return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()) + " does not exist");
-  }
-  if (!old) {
-    // The list of names must stay within what listxattr can return.
-    size_t total = req.name().size() + 1;
-    SURGE_RETURN_IF_ERROR(kv_->scan(Space::kXattrs, keys::xattr(req.ino(), ""),
-                                    keys::xattr_end(req.ino()),
-                                    [&](std::string_view k, std::string_view) {
-                                      total += k.size() - 8 + 1;
-                                      return true;
-                                    }));
-    if (total > kXattrListMax) {
-      return Status::NoSpace("xattr '" + req.name() + "': " + ino_str(req.ino()) +
-                             " has no room for more xattr names");
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.ino()});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setxattr", &b));
+    SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
+    const std::string key = keys::xattr(req.ino(), req.name());
+    SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
+    b.check(Space::kXattrs, key, old);  // create/replace decided on it
+    if ((req.flags() & kXattrCreate) && old) {
+      return Status::AlreadyExists("xattr '" + req.name() + "' of " + ino_str(req.ino()) +
+                                   " exists");
     }
+    if ((req.flags() & kXattrReplace) && !old) {
+      return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()) + " does not exist");
+    }
+    if (!old) {
+      // The list of names must stay within what listxattr can return.
+      size_t total = req.name().size() + 1;
+      SURGE_RETURN_IF_ERROR(kv_->scan(Space::kXattrs, keys::xattr(req.ino(), ""),
+                                      keys::xattr_end(req.ino()),
+                                      [&](std::string_view k, std::string_view) {
+                                        total += k.size() - 8 + 1;
+                                        return true;
+                                      }));
+      if (total > kXattrListMax) {
+        return Status::NoSpace("xattr '" + req.name() + "': " + ino_str(req.ino()) +
+                               " has no room for more xattr names");
+      }
+    }
+    rec.mutable_attr()->set_ctime_ns(now_ns());
+    b.put(Space::kXattrs, key, req.value());
+    put_inode(b, rec);
+    Status st = commit_then_sync(b, g);
+    if (conflicted(st)) continue;
+    return st;
   }
-  rec.mutable_attr()->set_ctime_ns(now_ns());
-  KvBatch b;
-  b.put(Space::kXattrs, key, req.value());
-  put_inode(b, rec);
-  return commit_then_sync(b, g);
+  return Status::Busy("setxattr: " + ino_str(req.ino()) + " keeps changing");
 }
 
 Status Namespace::getxattr(const pb::GetXattrRequest& req, pb::GetXattrReply* out) {
@@ -352,54 +375,67 @@ Status Namespace::listxattr(const pb::ListXattrRequest& req, pb::ListXattrReply*
 
 Status Namespace::removexattr(const pb::RemoveXattrRequest& req) {
   SURGE_RETURN_IF_ERROR(validate_xattr_name(req.name()));
-  auto g = locks_.lock({req.ino()});
-  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "removexattr"));
-  SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
-  const std::string key = keys::xattr(req.ino(), req.name());
-  SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
-  if (!old) return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()));
-  rec.mutable_attr()->set_ctime_ns(now_ns());
-  KvBatch b;
-  b.del(Space::kXattrs, key);
-  put_inode(b, rec);
-  return commit_then_sync(b, g);
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.ino()});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "removexattr", &b));
+    SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
+    const std::string key = keys::xattr(req.ino(), req.name());
+    SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
+    b.check(Space::kXattrs, key, old);  // create/replace decided on it
+    if (!old) return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()));
+    rec.mutable_attr()->set_ctime_ns(now_ns());
+    b.del(Space::kXattrs, key);
+    put_inode(b, rec);
+    Status st = commit_then_sync(b, g);
+    if (conflicted(st)) continue;
+    return st;
+  }
+  return Status::Busy("removexattr: " + ino_str(req.ino()) + " keeps changing");
 }
 
 Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply* out) {
-  auto g = locks_.lock({req.ino()});
-  SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setstripe"));
-  const std::string what = "setstripe on " + ino_str(req.ino());
-  if (!is_owner_or_root(req.cred(), rec.attr())) {
-    return Status::NotPermitted(what + ": only the owner or root may change a layout");
-  }
-  KvBatch b;
-  SURGE_RETURN_IF_ERROR_CTX(validate_scheme(req.layout(), map_->target_count()), what);
-  if (S_ISDIR(rec.attr().mode())) {
-    SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), true), what);
-    pb::Layout l = dir_default_of(req.layout());
-    *rec.mutable_default_layout() = to_stored(l);
-    *out->mutable_layout() = l;
-  } else if (S_ISREG(rec.attr().mode())) {
-    SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), false), what);
-    if (rec.attr().size() != 0) {
-      return Status::Busy(what + ": the file holds " + std::to_string(rec.attr().size()) +
-                          " bytes; layouts change only on empty files");
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({req.ino()});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setstripe", &b));
+    const std::string what = "setstripe on " + ino_str(req.ino());
+    if (!is_owner_or_root(req.cred(), rec.attr())) {
+      return Status::NotPermitted(what + ": only the owner or root may change a layout");
     }
-    SURGE_ASSIGN_OR_RETURN(pb::Layout l, place(dir_default_of(req.layout()), req.ino()));
-    // Objects or chunks of the old layout may exist (created empty by a truncate).
-    if (rec.attr().has_layout()) {
-      SURGE_RETURN_IF_ERROR_CTX(
-          remove_file_data(to_wire(rec.attr().layout()), req.ino(), *map_, *objects_),
-          what + ": removing the old layout's data");
+    SURGE_RETURN_IF_ERROR_CTX(validate_scheme(req.layout(), map_->target_count()), what);
+    if (S_ISDIR(rec.attr().mode())) {
+      SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), true), what);
+      pb::Layout l = dir_default_of(req.layout());
+      *rec.mutable_default_layout() = to_stored(l);
+      *out->mutable_layout() = l;
+    } else if (S_ISREG(rec.attr().mode())) {
+      SURGE_RETURN_IF_ERROR_CTX(validate_layout(req.layout(), false), what);
+      if (rec.attr().size() != 0) {
+        return Status::Busy(what + ": the file holds " + std::to_string(rec.attr().size()) +
+                            " bytes; layouts change only on empty files");
+      }
+      SURGE_ASSIGN_OR_RETURN(pb::Layout l, place(dir_default_of(req.layout()), req.ino()));
+      // Objects or chunks of the old layout may exist (created empty by a truncate).
+      if (rec.attr().has_layout()) {
+        SURGE_RETURN_IF_ERROR_CTX(
+            remove_file_data(to_wire(rec.attr().layout()), req.ino(), *map_, *objects_),
+            what + ": removing the old layout's data");
+      }
+      *rec.mutable_attr()->mutable_layout() = to_stored(l);
+      *out->mutable_layout() = l;
+    } else {
+      return Status::InvalidArgument(what + ": not a file or directory");
     }
-    *rec.mutable_attr()->mutable_layout() = to_stored(l);
-    *out->mutable_layout() = l;
-  } else {
-    return Status::InvalidArgument(what + ": not a file or directory");
+    rec.mutable_attr()->set_ctime_ns(now_ns());
+    put_inode(b, rec);
+    Status st = commit_then_sync(b, g);
+    if (conflicted(st)) continue;
+    return st;
   }
-  rec.mutable_attr()->set_ctime_ns(now_ns());
-  put_inode(b, rec);
-  return commit_then_sync(b, g);
+  return Status::Busy("setstripe: " + ino_str(req.ino()) + " keeps changing");
 }
 
 Status Namespace::get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply* out) {

@@ -19,10 +19,20 @@ Result<bool> Namespace::op_done(uint64_t op_id) {
   return v.has_value();
 }
 
+Status Namespace::settle_resend(uint64_t op_id, Status st) {
+  if (st.ok() || op_id == 0) return st;
+  auto done = op_done(op_id);
+  if (done.ok() && *done) return Status::OK();
+  return st;
+}
+
 Status Namespace::commit_done_op(KvBatch& b, LockTable::Guard& g, uint64_t op_id, uint64_t now) {
   if (op_id == 0) return commit_then_sync(b, g);
   std::string when;
   keys::put_be64(when, now);
+  // Checked absent: of an op and its resend applied at once (by two MDS
+  // processes), one commits and the other fails here and answers OK.
+  b.check(Space::kSystem, keys::done_op(op_id), std::nullopt);
   b.put(Space::kSystem, keys::done_op(op_id), when);
   b.put(Space::kSystem, keys::done_op_by_time(now, op_id), "");
   SURGE_RETURN_IF_ERROR(commit_then_sync(b, g));

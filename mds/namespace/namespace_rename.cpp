@@ -1,9 +1,13 @@
 // Namespace::rename: atomic, across directories, with RENAME_NOREPLACE and
-// RENAME_EXCHANGE, as Linux's rename(2)/renameat2(2) behave. Moving an entry
-// to another directory takes the rename mutex first (Linux's
-// s_vfs_rename_mutex), so no concurrent rename can change the ancestry the
-// "not into its own subtree" check walks; then the stripes of both parents
-// and both entries' inodes, in stripe order.
+// RENAME_EXCHANGE, as Linux's rename(2)/renameat2(2) behave. Its batch
+// checks every entry and record it read, and, when a directory moves to
+// another parent, every ancestor the "not into its own subtree" walk read:
+// of two renames that would each make the other's walk wrong (a into b/x
+// and b into a/y, through two MDS processes), one fails its checks, reads
+// again and finds the loop. Moving an entry to another directory also takes
+// the rename mutex (Linux's s_vfs_rename_mutex), so within one process such
+// renames queue instead of failing each other; then the stripes of both
+// parents and both entries' inodes, in stripe order.
 #include <sys/stat.h>
 
 #include <map>
@@ -22,13 +26,13 @@ constexpr uint32_t kRenameNoReplace = 1;
 constexpr uint32_t kRenameExchange = 2;
 }  // namespace
 
-Result<bool> Namespace::is_ancestor(uint64_t maybe_ancestor, uint64_t ino) {
+Result<bool> Namespace::is_ancestor(uint64_t maybe_ancestor, uint64_t ino, KvBatch* reads) {
   uint64_t cur = ino;
   for (int depth = 0; depth < 1 << 16; ++depth) {
     if (cur == maybe_ancestor) return true;
     if (cur == proto::mds::kRootIno) return false;
     records::InodeRecord r;
-    SURGE_ASSIGN_OR_RETURN(bool found, load(cur, &r));
+    SURGE_ASSIGN_OR_RETURN(bool found, load(cur, &r, reads));
     if (!found) return false;
     cur = r.parent();
   }
@@ -36,6 +40,10 @@ Result<bool> Namespace::is_ancestor(uint64_t maybe_ancestor, uint64_t ino) {
 }
 
 Status Namespace::rename(const pb::RenameRequest& req) {
+  return settle_resend(req.op_id(), rename_unsettled(req));
+}
+
+Status Namespace::rename_unsettled(const pb::RenameRequest& req) {
   const uint32_t flags = req.flags();
   if ((flags & ~(kRenameNoReplace | kRenameExchange)) != 0) {
     return Status::InvalidArgument("rename: unknown flags " + std::to_string(flags));
@@ -45,8 +53,6 @@ Status Namespace::rename(const pb::RenameRequest& req) {
   }
   SURGE_RETURN_IF_ERROR(validate_name(req.old_name()));
   SURGE_RETURN_IF_ERROR(validate_name(req.new_name()));
-  SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
-  if (resent) return Status::OK();  // it happened; its reply was lost
   const bool noreplace = flags & kRenameNoReplace;
   const bool exchange = flags & kRenameExchange;
   const uint64_t oldp = req.old_parent(), newp = req.new_parent();
@@ -59,6 +65,10 @@ Status Namespace::rename(const pb::RenameRequest& req) {
   if (cross) rl = std::unique_lock<std::mutex>(rename_mu_);
 
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    // Again on each attempt: a conflict may have been this op's resend.
+    SURGE_ASSIGN_OR_RETURN(bool resent, op_done(req.op_id()));
+    if (resent) return Status::OK();  // it happened; its reply was lost
     {
       SURGE_ASSIGN_OR_RETURN(auto op0, load_dir(oldp, "rename"));
       SURGE_RETURN_IF_ERROR(check_access(cred, op0.attr(), kMayExec, "rename"));
@@ -69,8 +79,9 @@ Status Namespace::rename(const pb::RenameRequest& req) {
     if (!s0) return Status::NotFound(what + ": no source");
     SURGE_ASSIGN_OR_RETURN(auto t0, find(newp, req.new_name()));
     auto g = locks_.lock({oldp, newp, s0->child, t0 ? t0->child : 0});
-    SURGE_ASSIGN_OR_RETURN(auto s, find(oldp, req.old_name()));
-    SURGE_ASSIGN_OR_RETURN(auto t, find(newp, req.new_name()));
+    KvBatch b;  // every read from here on is a check of it
+    SURGE_ASSIGN_OR_RETURN(auto s, find(oldp, req.old_name(), &b));
+    SURGE_ASSIGN_OR_RETURN(auto t, find(newp, req.new_name(), &b));
     if (!s || s->child != s0->child || t.has_value() != t0.has_value() ||
         (t && t->child != t0->child)) {
       continue;  // changed before we locked
@@ -80,7 +91,7 @@ Status Namespace::rename(const pb::RenameRequest& req) {
     auto rec = [&](uint64_t ino) -> Result<records::InodeRecord*> {
       auto it = recs.find(ino);
       if (it != recs.end()) return &it->second;
-      SURGE_ASSIGN_OR_RETURN(auto r, load_existing(ino, "rename"));
+      SURGE_ASSIGN_OR_RETURN(auto r, load_existing(ino, "rename", &b));
       return &recs.emplace(ino, std::move(r)).first->second;
     };
     SURGE_ASSIGN_OR_RETURN(records::InodeRecord * OP, rec(oldp));
@@ -105,29 +116,25 @@ Status Namespace::rename(const pb::RenameRequest& req) {
     if (T && !exchange) {
       if (s_dir && !t_dir) return err::NotDirectory(what + ": target is not a directory");
       if (!s_dir && t_dir) return err::IsDirectory(what + ": target is a directory");
-      if (t_dir) {
+      if (t_dir) {  // T's record is checked: an entry added since rewrites it
         SURGE_ASSIGN_OR_RETURN(bool empty, dir_empty(T->attr().ino()));
         if (!empty) return err::NotEmpty(what + ": target directory is not empty");
       }
     }
     if (cross && s_dir) {
-      SURGE_ASSIGN_OR_RETURN(bool loop, is_ancestor(S->attr().ino(), newp));
+      SURGE_ASSIGN_OR_RETURN(bool loop, is_ancestor(S->attr().ino(), newp, &b));
       if (loop) return Status::InvalidArgument(what + ": would move a directory into itself");
       SURGE_RETURN_IF_ERROR(check_access(cred, S->attr(), kMayWrite, "rename (updating '..')"));
     }
     if (cross && exchange && t_dir) {
-      SURGE_ASSIGN_OR_RETURN(bool loop, is_ancestor(T->attr().ino(), oldp));
+      SURGE_ASSIGN_OR_RETURN(bool loop, is_ancestor(T->attr().ino(), oldp, &b));
       if (loop) return Status::InvalidArgument(what + ": would move a directory into itself");
       SURGE_RETURN_IF_ERROR(check_access(cred, T->attr(), kMayWrite, "rename (updating '..')"));
     }
 
     const uint64_t now = now_ns();
-    KvBatch b;
     const std::string skey = keys::dentry(oldp, req.old_name());
     const std::string tkey = keys::dentry(newp, req.new_name());
-    b.check(Space::kDentries, skey, keys::encode_dentry(*s));
-    b.check(Space::kDentries, tkey,
-            t ? std::optional<std::string>(keys::encode_dentry(*t)) : std::nullopt);
     std::set<uint64_t> deleted;
     if (exchange) {
       b.put(Space::kDentries, skey, keys::encode_dentry(*t));
@@ -169,10 +176,12 @@ Status Namespace::rename(const pb::RenameRequest& req) {
       p->mutable_attr()->set_mtime_ns(now);
       p->mutable_attr()->set_ctime_ns(now);
     }
-    for (const auto& [ino, r] : recs) {
+    for (auto& [ino, r] : recs) {
       if (deleted.count(ino) == 0) put_inode(b, r);
     }
-    return commit_done_op(b, g, req.op_id(), now);
+    Status st = commit_done_op(b, g, req.op_id(), now);
+    if (conflicted(st)) continue;
+    return st;
   }
   return Status::Busy(what + ": entries keep changing");
 }

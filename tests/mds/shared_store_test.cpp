@@ -1,9 +1,13 @@
 // Two namespaces on one store: what two MDS processes serving one file
 // system from one etcd prefix are (issue 17, stage 2). What they share must
-// be decided by the store's conflict checks, not by either's memory: here,
-// the inode-number counter and the format of an empty store. Runs on
-// RocksDB and, as mds_concurrency_etcd_test, on etcd.
+// be decided by the store's conflict checks, not by either's memory (each
+// has its own LockTable and rename mutex): the inode-number counter, the
+// format of an empty store, the records and entries two operations read and
+// change (a parent's link count, a file's, a rename's ancestors) and the
+// done-op record of an op resent to the other. Runs on RocksDB and, as
+// mds_concurrency_etcd_test, on etcd.
 #include <barrier>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -118,6 +122,201 @@ TEST_F(SharedStoreTest, ConcurrentFormatsOfOneEmptyStoreAgreeOnOneFileSystem) {
     ASSERT_TRUE(ids[static_cast<size_t>(i)].ok()) << ids[static_cast<size_t>(i)].status().ToString();
     EXPECT_EQ(*ids[static_cast<size_t>(i)], *stored)
         << "opener " << i << " formatted a file system the store does not hold";
+  }
+}
+
+// The requests the tests below send to either namespace.
+pb::MkdirRequest mkdir_request(uint64_t parent, const std::string& name) {
+  pb::MkdirRequest r;
+  *r.mutable_cred() = root_cred();
+  r.set_parent(parent);
+  r.set_name(name);
+  r.set_mode(0755);
+  return r;
+}
+pb::LinkRequest link_request(uint64_t ino, uint64_t parent, const std::string& name) {
+  pb::LinkRequest r;
+  *r.mutable_cred() = root_cred();
+  r.set_ino(ino);
+  r.set_new_parent(parent);
+  r.set_new_name(name);
+  return r;
+}
+pb::RenameRequest rename_request(uint64_t from, const std::string& name, uint64_t to,
+                                 const std::string& new_name, uint32_t flags = 0) {
+  pb::RenameRequest r;
+  *r.mutable_cred() = root_cred();
+  r.set_old_parent(from);
+  r.set_old_name(name);
+  r.set_new_parent(to);
+  r.set_new_name(new_name);
+  r.set_flags(flags);
+  return r;
+}
+
+// Runs fn(writer, namespace) on `writers` threads, alternating between the
+// two namespaces, all starting together.
+template <typename Fn>
+void run_on_both(Namespace* a, Namespace* b, int writers, Fn fn) {
+  std::barrier start(writers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      start.arrive_and_wait();
+      fn(w, w % 2 == 0 ? a : b);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST_F(SharedStoreTest, MkdirsInOneSharedDirectoryKeepItsLinkCountExact) {
+  auto second = open_second();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto dir = mkdir(kRoot, "shared", 0777);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  constexpr int kWriters = 4, kEach = 40;
+  std::vector<Status> failed(kWriters);
+  run_on_both(ns_.get(), second->get(), kWriters, [&](int w, Namespace* ns) {
+    for (int i = 0; i < kEach && failed[w].ok(); ++i) {
+      pb::EntryReply out;
+      failed[w] = ns->mkdir(
+          mkdir_request(dir->ino(), "d" + std::to_string(w) + "-" + std::to_string(i)), &out);
+    }
+  });
+  for (int w = 0; w < kWriters; ++w) {
+    ASSERT_TRUE(failed[w].ok()) << "writer " << w << ": " << failed[w].ToString();
+  }
+  auto after = getattr(dir->ino());
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->nlink(), 2u + kWriters * kEach) << "a mkdir's parent update was lost";
+}
+
+TEST_F(SharedStoreTest, LinksToOneFileFromBothKeepItsLinkCountExact) {
+  auto second = open_second();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto file = create(kRoot, "target");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  constexpr int kWriters = 4, kEach = 40;
+  // One directory per writer: only the file's record is shared.
+  std::vector<uint64_t> dirs;
+  for (int w = 0; w < kWriters; ++w) {
+    auto d = mkdir(kRoot, "links" + std::to_string(w), 0777);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    dirs.push_back(d->ino());
+  }
+  std::vector<Status> failed(kWriters);
+  run_on_both(ns_.get(), second->get(), kWriters, [&](int w, Namespace* ns) {
+    for (int i = 0; i < kEach && failed[w].ok(); ++i) {
+      pb::EntryReply out;
+      failed[w] = ns->link(link_request(file->ino(), dirs[w], "l" + std::to_string(i)), &out);
+    }
+  });
+  for (int w = 0; w < kWriters; ++w) {
+    ASSERT_TRUE(failed[w].ok()) << "writer " << w << ": " << failed[w].ToString();
+  }
+  auto after = getattr(file->ino());
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->nlink(), 1u + kWriters * kEach) << "a link's update of the file was lost";
+}
+
+// Files and directories moved at random among four directories and into
+// each other by both: some renames fail (the entry moved away meanwhile,
+// or a directory would go into itself), none may lose, duplicate or
+// disconnect anything.
+TEST_F(SharedStoreTest, CrossDirectoryRenamesFromBothLeaveACleanNamespace) {
+  auto second = open_second();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  std::vector<uint64_t> parents;
+  for (int i = 0; i < 4; ++i) {
+    auto d = mkdir(kRoot, "p" + std::to_string(i), 0777);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    parents.push_back(d->ino());
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) {
+    const std::string n = "s" + std::to_string(i);
+    auto d = mkdir(parents[0], n, 0777);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    parents.push_back(d->ino());  // subdirectories are destinations too
+    names.push_back(n);
+  }
+  for (int i = 0; i < 10; ++i) {
+    const std::string n = "f" + std::to_string(i);
+    ASSERT_TRUE(create(parents[0], n).ok());
+    names.push_back(n);
+  }
+  constexpr int kWriters = 4, kEach = 60;
+  std::vector<std::string> unexpected(kWriters);
+  std::vector<int> moved(kWriters, 0);
+  run_on_both(ns_.get(), second->get(), kWriters, [&](int w, Namespace* ns) {
+    std::mt19937 rng(static_cast<uint32_t>(w) * 7919u + 17u);
+    for (int i = 0; i < kEach; ++i) {
+      const std::string& name = names[rng() % names.size()];
+      const uint64_t from = parents[rng() % parents.size()];
+      const uint64_t to = parents[rng() % parents.size()];
+      Status st = ns->rename(rename_request(from, name, to, name));
+      if (st.ok()) {
+        ++moved[w];
+      } else if (st.code() != Code::kNotFound && st.code() != Code::kInvalidArgument) {
+        unexpected[w] = st.ToString();
+        return;
+      }
+    }
+  });
+  int total = 0;
+  for (int w = 0; w < kWriters; ++w) {
+    ASSERT_TRUE(unexpected[w].empty()) << "writer " << w << ": " << unexpected[w];
+    total += moved[w];
+  }
+  EXPECT_GT(total, 0) << "no rename succeeded: the test moved nothing";
+  expect_clean();
+}
+
+// The same op id sent to both at once, as a client resending to another
+// MDS while the first still works on it: both answer OK, and it happens
+// once.
+TEST_F(SharedStoreTest, AnUnlinkAndItsResendThroughTheOtherBothAnswerOk) {
+  auto second = open_second();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto dir = mkdir(kRoot, "resend", 0777);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  constexpr int kRounds = 200;
+  for (int i = 0; i < kRounds; ++i) {
+    const std::string name = "u" + std::to_string(i);
+    ASSERT_TRUE(create(dir->ino(), name).ok());
+    pb::UnlinkRequest r;
+    *r.mutable_cred() = root_cred();
+    r.set_parent(dir->ino());
+    r.set_name(name);
+    r.set_op_id(0x5e00000000ull + static_cast<uint64_t>(i) + 1);
+    std::vector<Status> got(2);
+    run_on_both(ns_.get(), second->get(), 2, [&](int w, Namespace* ns) { got[w] = ns->unlink(r); });
+    ASSERT_TRUE(got[0].ok()) << "round " << i << ", first: " << got[0].ToString();
+    ASSERT_TRUE(got[1].ok()) << "round " << i << ", resend: " << got[1].ToString();
+  }
+  expect_clean();
+}
+
+TEST_F(SharedStoreTest, AnExchangeAndItsResendThroughTheOtherHappenOnce) {
+  auto second = open_second();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto a = create(kRoot, "a");
+  auto b = create(kRoot, "b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  constexpr int kRounds = 200;
+  constexpr uint32_t kRenameExchange = 2;
+  for (int i = 0; i < kRounds; ++i) {
+    auto r = rename_request(kRoot, "a", kRoot, "b", kRenameExchange);
+    r.set_op_id(0xe000000000ull + static_cast<uint64_t>(i) + 1);
+    std::vector<Status> got(2);
+    run_on_both(ns_.get(), second->get(), 2, [&](int w, Namespace* ns) { got[w] = ns->rename(r); });
+    ASSERT_TRUE(got[0].ok()) << "round " << i << ", first: " << got[0].ToString();
+    ASSERT_TRUE(got[1].ok()) << "round " << i << ", resend: " << got[1].ToString();
+    // Exchanged once per round: after an odd number of rounds, a is b's file.
+    auto now_a = lookup(kRoot, "a");
+    ASSERT_TRUE(now_a.ok()) << now_a.status().ToString();
+    ASSERT_EQ(now_a->ino(), i % 2 == 0 ? b->ino() : a->ino())
+        << "round " << i << ": the exchange happened twice or not at all";
   }
 }
 
