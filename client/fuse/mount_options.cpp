@@ -153,7 +153,8 @@ Status apply_option(MountConfig& m, const std::string& opt) {
 std::string usage() {
   return "usage: surge-fuse [-f] [-d] [--metrics-listen HOST:PORT] [-o opt[,opt...]] MDS-ADDR "
          "MOUNTPOINT\n"
-         "  MDS-ADDR           tcp://HOST:PORT (or HOST:PORT)\n"
+         "  MDS-ADDR           tcp://HOST:PORT (or HOST:PORT); several MDS of one file\n"
+         "                     system comma-separated: tcp://a:7100,tcp://b:7100\n"
          "  -f                 stay in the foreground\n"
          "  -d                 foreground, with libfuse request tracing\n"
          "  --metrics-listen HOST:PORT  serve Prometheus metrics (GET /metrics) there\n"

@@ -104,7 +104,14 @@ int run(MountConfig& cfg, int status_fd) {
   // default_permissions always: without it the kernel checks no mode
   // itself, and serves cached names beneath a directory the caller may
   // not search, and opens of FIFOs and device nodes, without asking us.
-  std::string opts = "fsname=surge:" + cfg.mds_address + ",subtype=surge" +
+  // Several MDS addresses are comma-separated: escaped, as libfuse's
+  // option parser reads "\," as a comma inside a value.
+  std::string fsname;
+  for (char ch : cfg.mds_address) {
+    if (ch == ',' || ch == '\\') fsname += '\\';
+    fsname += ch;
+  }
+  std::string opts = "fsname=surge:" + fsname + ",subtype=surge" +
                      ",default_permissions,max_read=" + std::to_string(cfg.fs.max_read);
   for (const auto& o : cfg.fuse_options) opts += "," + o;
   args.push_back("-o");

@@ -91,7 +91,8 @@ Status ClientImpl::start() {
   co.connect_timeout = options_.connect_timeout;
   co.call_timeout = options_.mds_timeout;
   co.pool = pool_.get();
-  mds_ = std::make_unique<MdsLink>(options_.mds_address, co, options_.mds_timeout);
+  SURGE_ASSIGN_OR_RETURN(auto mds_addresses, MdsLink::ParseAddresses(options_.mds_address));
+  mds_ = std::make_unique<MdsLink>(std::move(mds_addresses), co, options_.mds_timeout);
 
   net::ChannelOptions oo = co;
   oo.call_timeout = options_.io_timeout;
@@ -131,7 +132,7 @@ Status ClientImpl::start() {
   SURGE_RETURN_IF_ERROR(session_->open());
   SURGE_RETURN_IF_ERROR(map_->refresh());
   bg_ = std::thread([this] { background_loop(); });
-  SLOG_DEBUG("client: connected to MDS at {} (session {}, map version {})", options_.mds_address,
+  SLOG_DEBUG("client: connected to MDS at {} (session {}, map version {})", mds_->address(),
              session_->id(), map_->version());
   return Status::OK();
 }

@@ -1,16 +1,25 @@
-// MdsLink: the client's connection to the metadata server. Calls are
-// retried across a dropped or refused connection for up to retry_for, so a
-// restarting MDS is invisible to the mount beyond a pause. A request the MDS
-// may have executed before the connection dropped is sent again: creates,
-// mknods, mkdirs and symlinks carry an op id the MDS keeps with the new
-// inode, so their resend answers as the first did; a resent link, unlink,
-// rmdir or rename can still report EEXIST or ENOENT for its own earlier
-// success, as on NFS without a reply cache.
+// MdsLink: the client's connection to the metadata service: one MDS, or
+// several serving one file system from one etcd cluster
+// ("tcp://a:7100,tcp://b:7100"). Calls go to the MDS that answered last;
+// on a dropped or refused connection the call moves to the next address at
+// once, and after every address failed it waits (50 ms doubling to 500 ms)
+// and goes round again, for up to retry_for in all. So a restarting MDS,
+// or a dead one with another still serving, is invisible to the mount
+// beyond a pause.
+//
+// A request the MDS may have executed before the connection dropped is sent
+// again, to whichever MDS answers: creates, mknods, mkdirs and symlinks
+// carry an op id the MDS keeps with the new inode, and links, unlinks,
+// rmdirs and renames one it keeps as a done-op record for ten minutes, in
+// the same batch as the change; so every MDS answers a resend as the first
+// did (mds/namespace/namespace.h, op_done).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/log.h"
 #include "common/status.h"
@@ -20,34 +29,60 @@ namespace surge::client {
 
 class MdsLink {
  public:
-  MdsLink(std::string address, const net::ChannelOptions& options,
-          std::chrono::milliseconds retry_for)
-      : address_(std::move(address)), pool_(options), retry_for_(retry_for) {}
+  // Splits a comma-separated list; InvalidArgument when an entry is empty.
+  static Result<std::vector<std::string>> ParseAddresses(const std::string& list);
 
-  const std::string& address() const { return address_; }
+  MdsLink(std::vector<std::string> addresses, const net::ChannelOptions& options,
+          std::chrono::milliseconds retry_for)
+      : addresses_(std::move(addresses)), pool_(options), retry_for_(retry_for) {}
+
+  // The MDS calls go to now.
+  const std::string& address() const { return addresses_[current_.load() % addresses_.size()]; }
+  const std::vector<std::string>& addresses() const { return addresses_; }
 
   template <typename M>
   Status call(const typename M::Request& req, typename M::Response* resp) {
-    auto deadline = std::chrono::steady_clock::now() + retry_for_;
+    const auto deadline = std::chrono::steady_clock::now() + retry_for_;
     auto backoff = std::chrono::milliseconds(50);
-    for (int attempt = 0;; ++attempt) {
+    size_t index = current_.load();
+    size_t failed_in_round = 0;
+    bool first_round = true;  // warn in the first round only, not every 500 ms
+    std::string errors;       // one per address of the round that just failed
+    for (;;) {
+      const std::string& addr = addresses_[index % addresses_.size()];
       Status st;
-      auto ch = pool_.get(address_);
+      auto ch = pool_.get(addr);
       if (ch.ok()) {
         st = (*ch)->template call<M>(req, resp);
-        if (st.ok() || !retryable(st.code())) return st;
+        if (st.ok() || !retryable(st.code())) {
+          current_.store(index % addresses_.size());
+          return st;
+        }
       } else {
         st = ch.status();
-        if (!retryable(st.code())) return st.WithContext("connecting to the MDS at " + address_);
+        if (!retryable(st.code())) return st.WithContext("connecting to the MDS at " + addr);
       }
-      pool_.drop(address_);
+      pool_.drop(addr);
+      errors += (errors.empty() ? "" : "; ") + addr + ": " + st.ToString();
+      if (addresses_.size() > 1 && first_round) {
+        SLOG_WARN("client: MDS at {}: {}; trying {}", addr, st.ToString(),
+                  addresses_[(index + 1) % addresses_.size()]);
+      }
+      ++index;
+      if (++failed_in_round < addresses_.size()) continue;  // the next MDS, at once
       if (std::chrono::steady_clock::now() + backoff > deadline) {
-        return Status::IOError("MDS at " + address_ + " unreachable for " +
-                               std::to_string(retry_for_.count()) + " ms: " + st.ToString());
+        return Status::IOError(std::string(addresses_.size() > 1 ? "every MDS" : "the MDS") +
+                               " unreachable for " + std::to_string(retry_for_.count()) +
+                               " ms: " + errors);
       }
-      if (attempt == 0) SLOG_WARN("client: MDS at {}: {}; retrying", address_, st.ToString());
+      if (addresses_.size() == 1 && first_round) {
+        SLOG_WARN("client: MDS at {}: {}; retrying", addr, st.ToString());
+      }
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+      failed_in_round = 0;
+      first_round = false;
+      errors.clear();
     }
   }
 
@@ -57,9 +92,26 @@ class MdsLink {
            c == Code::kCancelled;
   }
 
-  std::string address_;
+  std::vector<std::string> addresses_;  // never empty
+  std::atomic<size_t> current_{0};      // index of the MDS that answered last
   net::ChannelPool pool_;
   std::chrono::milliseconds retry_for_;
 };
+
+inline Result<std::vector<std::string>> MdsLink::ParseAddresses(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    std::string one =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (one.empty()) {
+      return Status::InvalidArgument("MDS address list '" + list + "' has an empty entry");
+    }
+    out.push_back(std::move(one));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
 
 }  // namespace surge::client

@@ -38,7 +38,9 @@ namespace surge {
 using Ino = uint64_t;
 
 struct ClientOptions {
-  // "tcp://HOST:PORT", "rdma://HOST:PORT" or "HOST:PORT" (tcp).
+  // "tcp://HOST:PORT", "rdma://HOST:PORT" or "HOST:PORT" (tcp); several
+  // MDS of one file system comma-separated ("tcp://a:7100,tcp://b:7100"):
+  // calls fail over to the next when one is unreachable.
   std::string mds_address;
   // The cluster key itself, or a file holding it (cluster_key wins).
   std::string cluster_key;

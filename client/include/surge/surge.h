@@ -22,7 +22,7 @@ typedef struct surge_client surge_t;
 typedef struct surge_file surge_file_t;
 
 typedef struct surge_options {
-  const char* mds_address;      /* "tcp://127.0.0.1:7000" (required) */
+  const char* mds_address;      /* "tcp://127.0.0.1:7000" (required); several: comma-separated */
   const char* cluster_key;      /* the key, or NULL */
   const char* cluster_key_file; /* or a file holding it */
   const char* transport;        /* "tcp" (default) or "rdma" */
