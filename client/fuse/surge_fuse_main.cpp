@@ -172,10 +172,11 @@ int run(MountConfig& cfg, int status_fd) {
 int main(int argc, char** argv) {
   auto cfg = surge::fuse::parse_mount_args(argc, argv);
   if (!cfg.ok()) {
+    std::fputs(surge::fuse::usage().c_str(), stderr);
+    // The error last, below the usage: what a terminal (or a log's tail) shows.
     if (cfg.status().message() != "help") {
       std::fprintf(stderr, "surge-fuse: %s\n", cfg.status().ToString().c_str());
     }
-    std::fputs(surge::fuse::usage().c_str(), stderr);
     return cfg.status().message() == "help" ? 0 : 2;
   }
   char real[PATH_MAX];
