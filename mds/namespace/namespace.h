@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -129,6 +130,13 @@ class Namespace {
                                                 KvBatch* reads = nullptr);
   // Stamps the record (format version, change count) and puts it into b.
   void put_inode(KvBatch& b, records::InodeRecord& r);
+  // A change of one inode's record alone (setattr, size reports, xattrs,
+  // setstripe): locks its stripe, loads it into *rec as a check of a fresh
+  // batch, lets `change` decide and add to the batch (an error is the
+  // answer, nothing committed), puts *rec back and commits; reads and
+  // decides again when another writer changed it meanwhile.
+  Status change_inode(uint64_t ino, const char* what, records::InodeRecord* rec,
+                      const std::function<Status(KvBatch&)>& change);
   Result<bool> dir_empty(uint64_t ino);
   Status delete_xattrs(KvBatch& b, uint64_t ino);
   Status commit_then_sync(KvBatch& b, LockTable::Guard& g);

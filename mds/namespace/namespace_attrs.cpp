@@ -154,14 +154,26 @@ Status Namespace::truncate_objects(const records::StoredAttr& a, uint64_t size) 
       .WithContext("truncating " + ino_str(a.ino()) + " to " + std::to_string(size) + " bytes");
 }
 
+Status Namespace::change_inode(uint64_t ino, const char* what, records::InodeRecord* rec,
+                               const std::function<Status(KvBatch&)>& change) {
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    conflict_backoff(attempt);
+    auto g = locks_.lock({ino});
+    KvBatch b;
+    SURGE_ASSIGN_OR_RETURN(*rec, load_existing(ino, what, &b));
+    SURGE_RETURN_IF_ERROR(change(b));
+    put_inode(b, *rec);
+    Status st = commit_then_sync(b, g);
+    if (!conflicted(st)) return st;
+  }
+  return Status::Busy(std::string(what) + ": " + ino_str(ino) + " keeps changing");
+}
+
 Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   const auto& c = req.cred();
   const uint32_t v = req.valid();
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    conflict_backoff(attempt);
-    auto g = locks_.lock({req.ino()});
-    KvBatch b;
-    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setattr", &b));
+  records::InodeRecord rec;
+  SURGE_RETURN_IF_ERROR(change_inode(req.ino(), "setattr", &rec, [&](KvBatch& b) -> Status {
     records::StoredAttr* a = rec.mutable_attr();
     const bool owner_or_root = is_owner_or_root(c, *a);
     const uint64_t now = now_ns();
@@ -242,22 +254,15 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
     if (v & pb::SETATTR_MTIME) a->set_mtime_ns(req.mtime_ns());
     if (v & pb::SETATTR_MTIME_NOW) a->set_mtime_ns(now);
     a->set_ctime_ns((v & pb::SETATTR_CTIME) ? req.ctime_ns() : now);
-    put_inode(b, rec);
-    Status st = commit_then_sync(b, g);
-    if (conflicted(st)) continue;
-    SURGE_RETURN_IF_ERROR(st);
-    to_wire(rec.attr(), out->mutable_attr());
     return Status::OK();
-  }
-  return Status::Busy("setattr: " + ino_str(req.ino()) + " keeps changing");
+  }));
+  to_wire(rec.attr(), out->mutable_attr());
+  return Status::OK();
 }
 
 Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* out) {
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    conflict_backoff(attempt);
-    auto g = locks_.lock({req.ino()});
-    KvBatch b;
-    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "report size", &b));
+  records::InodeRecord rec;
+  SURGE_RETURN_IF_ERROR(change_inode(req.ino(), "report size", &rec, [&](KvBatch& b) -> Status {
     records::StoredAttr* a = rec.mutable_attr();
     if (S_ISDIR(a->mode()))
       return err::IsDirectory("report size: " + ino_str(req.ino()) + " is a directory");
@@ -271,14 +276,10 @@ Status Namespace::report_size(const pb::ReportSizeRequest& req, pb::EntryReply* 
     if (req.end() > a->size()) a->set_size(req.end());
     a->set_mtime_ns(req.mtime_ns() != 0 ? req.mtime_ns() : now);
     a->set_ctime_ns(now);
-    put_inode(b, rec);
-    Status st = commit_then_sync(b, g);
-    if (conflicted(st)) continue;
-    SURGE_RETURN_IF_ERROR(st);
-    to_wire(rec.attr(), out->mutable_attr());
     return Status::OK();
-  }
-  return Status::Busy("report size: " + ino_str(req.ino()) + " keeps changing");
+  }));
+  to_wire(rec.attr(), out->mutable_attr());
+  return Status::OK();
 }
 
 Status Namespace::setxattr(const pb::SetXattrRequest& req) {
@@ -290,11 +291,8 @@ Status Namespace::setxattr(const pb::SetXattrRequest& req) {
   if ((req.flags() & ~(kXattrCreate | kXattrReplace)) != 0) {
     return Status::InvalidArgument("setxattr: unknown flags " + std::to_string(req.flags()));
   }
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    conflict_backoff(attempt);
-    auto g = locks_.lock({req.ino()});
-    KvBatch b;
-    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setxattr", &b));
+  records::InodeRecord rec;
+  return change_inode(req.ino(), "setxattr", &rec, [&](KvBatch& b) -> Status {
     SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
     const std::string key = keys::xattr(req.ino(), req.name());
     SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
@@ -322,12 +320,8 @@ Status Namespace::setxattr(const pb::SetXattrRequest& req) {
     }
     rec.mutable_attr()->set_ctime_ns(now_ns());
     b.put(Space::kXattrs, key, req.value());
-    put_inode(b, rec);
-    Status st = commit_then_sync(b, g);
-    if (conflicted(st)) continue;
-    return st;
-  }
-  return Status::Busy("setxattr: " + ino_str(req.ino()) + " keeps changing");
+    return Status::OK();
+  });
 }
 
 Status Namespace::getxattr(const pb::GetXattrRequest& req, pb::GetXattrReply* out) {
@@ -375,32 +369,22 @@ Status Namespace::listxattr(const pb::ListXattrRequest& req, pb::ListXattrReply*
 
 Status Namespace::removexattr(const pb::RemoveXattrRequest& req) {
   SURGE_RETURN_IF_ERROR(validate_xattr_name(req.name()));
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    conflict_backoff(attempt);
-    auto g = locks_.lock({req.ino()});
-    KvBatch b;
-    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "removexattr", &b));
+  records::InodeRecord rec;
+  return change_inode(req.ino(), "removexattr", &rec, [&](KvBatch& b) -> Status {
     SURGE_RETURN_IF_ERROR(check_xattr_access(req.cred(), rec.attr(), req.name(), true));
     const std::string key = keys::xattr(req.ino(), req.name());
     SURGE_ASSIGN_OR_RETURN(auto old, kv_->get(Space::kXattrs, key));
-    b.check(Space::kXattrs, key, old);  // create/replace decided on it
+    b.check(Space::kXattrs, key, old);  // ENODATA decided on it
     if (!old) return err::NoData("xattr '" + req.name() + "' of " + ino_str(req.ino()));
     rec.mutable_attr()->set_ctime_ns(now_ns());
     b.del(Space::kXattrs, key);
-    put_inode(b, rec);
-    Status st = commit_then_sync(b, g);
-    if (conflicted(st)) continue;
-    return st;
-  }
-  return Status::Busy("removexattr: " + ino_str(req.ino()) + " keeps changing");
+    return Status::OK();
+  });
 }
 
 Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply* out) {
-  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    conflict_backoff(attempt);
-    auto g = locks_.lock({req.ino()});
-    KvBatch b;
-    SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(req.ino(), "setstripe", &b));
+  records::InodeRecord rec;
+  return change_inode(req.ino(), "setstripe", &rec, [&](KvBatch& b) -> Status {
     const std::string what = "setstripe on " + ino_str(req.ino());
     if (!is_owner_or_root(req.cred(), rec.attr())) {
       return Status::NotPermitted(what + ": only the owner or root may change a layout");
@@ -430,12 +414,8 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
       return Status::InvalidArgument(what + ": not a file or directory");
     }
     rec.mutable_attr()->set_ctime_ns(now_ns());
-    put_inode(b, rec);
-    Status st = commit_then_sync(b, g);
-    if (conflicted(st)) continue;
-    return st;
-  }
-  return Status::Busy("setstripe: " + ino_str(req.ino()) + " keeps changing");
+    return Status::OK();
+  });
 }
 
 Status Namespace::get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply* out) {
