@@ -90,6 +90,14 @@ std::string ChainShape::describe() const {
 }
 
 Status ChainTable::load(KvStore* kv) {
+  // Loading again (another MDS changed the table) starts from the store;
+  // resync progress and placement rotation are this MDS's and stay.
+  chains_.clear();
+  dirty_.clear();
+  pending_.clear();
+  meta_dirty_ = false;
+  version_ = 0;
+  next_id_ = 1;
   SURGE_ASSIGN_OR_RETURN(auto ver, kv->get(Space::kSystem, keys::kChainVersion));
   if (ver && ver->size() == 8) version_ = keys::get_be64(*ver);
   SURGE_ASSIGN_OR_RETURN(auto hwm, kv->get(Space::kSystem, keys::kChainHwm));

@@ -63,7 +63,8 @@ class ChainTable {
  public:
   explicit ChainTable(ChainTableOptions o) : opts_(o) {}
 
-  // Reads the chains, the table version and the id high-water mark.
+  // Reads the chains, the table version and the id high-water mark,
+  // replacing what the table held.
   Status load(KvStore* kv);
   // Adds the records of every chain changed since the last call (and the
   // version and high-water mark) to b.

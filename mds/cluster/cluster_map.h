@@ -11,6 +11,15 @@
 // The chain table (ChainTable, docs/redundancy.md) lives here too, under
 // the same lock, so a target's state and its chains change together, in
 // one persisted batch, and every chain change bumps the map version.
+//
+// Several MDS on one store (etcd) share the map through the store: every
+// change is a batch checked against the map version this MDS last read or
+// wrote, so a change made from a stale copy is refused (Busy); the map is
+// then read again and the change decided again on it. Every MDS reads the
+// map again when the stored version moves (refresh(), each background
+// pass and before handing the map out). A target's address, state and
+// draining mark are stored; its space and last heartbeat are what this MDS
+// heard (data servers heartbeat to every MDS).
 #pragma once
 
 #include <chrono>
@@ -55,6 +64,8 @@ class ClusterMap {
   Result<proto::mds::TargetHeartbeatReply> heartbeat(const proto::mds::TargetHeartbeatRequest& req);
   proto::mds::ClusterMap snapshot() const;
   uint64_t version() const;
+  // Reads the map again when another MDS changed it in the store.
+  Status refresh();
 
   // Sets or clears the draining mark of a target (admin); NotFound for an
   // unknown id. Persisted; bumps the version when it changes anything.
@@ -114,7 +125,19 @@ class ClusterMap {
  private:
   ClusterMap(KvStore* kv, uint64_t fs_id, ClusterMapOptions o)
       : kv_(kv), fs_id_(fs_id), opts_(o), chains_(o.chains) {}
-  Status persist_locked(const proto::mds::TargetInfo* t);  // plus version (and hwm)
+  // Writes the version, the id high-water mark, every target whose stored
+  // part changed (and t, not yet in targets_, when given) and the changed
+  // chains, checked against stored_version_. On Busy (another MDS changed
+  // the map) or any other failure, reads the map again, so memory never
+  // holds a change the store refused, and returns the error.
+  Status persist_locked(const proto::mds::TargetInfo* t);
+  // Replaces the map with the store's; keeps what this MDS heard of each
+  // target (space, last heartbeat).
+  Status reload_locked();
+  // Runs change (under mu_) again while its persist is refused as stale.
+  template <typename Fn>
+  auto retry_stale_locked(Fn&& change) -> decltype(change());
+  static std::string stored_part(const proto::mds::TargetInfo& t);
   // The targets as the chain table sees them.
   std::vector<TargetView> views_locked() const;
   // Runs the chain table's reconcile; bumps the map version when chains
@@ -134,7 +157,30 @@ class ClusterMap {
   std::set<uint32_t> heard_;  // targets that registered or heartbeated since start
   uint32_t next_id_ = 1;
   uint64_t version_ = 1;
+  uint64_t stored_version_ = 0;             // the version in the store as this MDS last saw it
+  std::map<uint32_t, std::string> stored_;  // stored_part of each target, as in the store
   ChainTable chains_;
 };
+
+namespace detail {
+inline const Status& status_of(const Status& s) {
+  return s;
+}
+template <typename T>
+const Status& status_of(const Result<T>& r) {
+  return r.status();
+}
+}  // namespace detail
+
+template <typename Fn>
+auto ClusterMap::retry_stale_locked(Fn&& change) -> decltype(change()) {
+  // Each refusal means another MDS changed the map in between; a few in a
+  // row mean a storm of changes, which the caller's caller retries.
+  constexpr int kAttempts = 8;
+  for (int attempt = 1;; ++attempt) {
+    auto r = change();
+    if (detail::status_of(r).code() != Code::kBusy || attempt == kAttempts) return r;
+  }
+}
 
 }  // namespace surge::mds

@@ -45,13 +45,16 @@ Result<pb::Layout> ClusterMap::pick_chain_layout(uint32_t stripe_size, uint32_t 
                            " (none registered)");
   }
   if (!chains_.has_shape(shape)) {
-    std::vector<uint32_t> ids;
-    for (const auto& [id, t] : targets_) ids.push_back(id);
-    SURGE_ASSIGN_OR_RETURN(bool changed, chains_.form(shape, ids, now_ms()));
-    if (changed) {
+    SURGE_RETURN_IF_ERROR(retry_stale_locked([&]() -> Status {
+      if (chains_.has_shape(shape)) return Status::OK();  // another MDS formed them
+      std::vector<uint32_t> ids;
+      for (const auto& [id, t] : targets_) ids.push_back(id);
+      SURGE_ASSIGN_OR_RETURN(bool changed, chains_.form(shape, ids, now_ms()));
+      if (!changed) return Status::OK();
       ++version_;
       SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting new chains");
-    }
+      return Status::OK();
+    }));
   }
   std::vector<uint32_t> picked = chains_.pick(shape, std::max<uint32_t>(1, stripe_count), views_locked());
   if (picked.empty()) {
@@ -96,40 +99,49 @@ Result<pb::ReportTargetFailureReply> ClusterMap::report_target_failure(
   // The probe runs without the lock: it waits on the network.
   const Status alive = probe(address);
   std::lock_guard lk(mu_);
-  auto it = targets_.find(req.target_id());
-  pb::ReportTargetFailureReply r;
-  if (alive.ok()) {
-    SLOG_INFO("{} reported target {} at {} failed ({}), but it answers: kept", req.reporter(),
-              req.target_id(), address, req.message());
-  } else if (it->second.state() != pb::TARGET_DOWN) {
-    it->second.set_state(pb::TARGET_DOWN);
-    ++version_;
-    SLOG_WARN("{} reported target {} at {} failed ({}); the MDS's probe failed too ({}): down",
-              req.reporter(), req.target_id(), address, req.message(), alive.ToString());
-    reconcile_chains_locked(now_ms());
-    SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting a failed target");
-  }
-  r.set_state(it->second.state());
-  r.set_map_version(version_);
-  return r;
+  return retry_stale_locked([&]() -> Result<pb::ReportTargetFailureReply> {
+    auto it = targets_.find(req.target_id());
+    if (it == targets_.end()) {
+      return Status::NotFound("failure report from " + req.reporter() + " names target " +
+                              std::to_string(req.target_id()) + ", which is not in the map");
+    }
+    pb::ReportTargetFailureReply r;
+    if (alive.ok()) {
+      SLOG_INFO("{} reported target {} at {} failed ({}), but it answers: kept", req.reporter(),
+                req.target_id(), address, req.message());
+    } else if (it->second.state() != pb::TARGET_DOWN) {
+      it->second.set_state(pb::TARGET_DOWN);
+      ++version_;
+      SLOG_WARN("{} reported target {} at {} failed ({}); the MDS's probe failed too ({}): down",
+                req.reporter(), req.target_id(), address, req.message(), alive.ToString());
+      reconcile_chains_locked(now_ms());
+      SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting a failed target");
+      it = targets_.find(req.target_id());
+    }
+    r.set_state(it->second.state());
+    r.set_map_version(version_);
+    return r;
+  });
 }
 
 Result<pb::ReportChainSyncReply> ClusterMap::report_chain_sync(
     const pb::ReportChainSyncRequest& req) {
   std::lock_guard lk(mu_);
-  const uint64_t before = chains_.version();
-  SURGE_ASSIGN_OR_RETURN(pb::Chain c, chains_.sync_report(req, now_ms()));
-  if (chains_.version() != before) ++version_;
-  // A member that now serves may complete a move or let the next one sync.
-  reconcile_chains_locked(now_ms());
-  if (chains_.dirty()) {
-    SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting the chain table");
-  }
-  pb::ReportChainSyncReply r;
-  const pb::Chain* now = chains_.find(req.chain_id());
-  *r.mutable_chain() = now != nullptr ? chains_.shipped(*now) : c;
-  r.set_map_version(version_);
-  return r;
+  return retry_stale_locked([&]() -> Result<pb::ReportChainSyncReply> {
+    const uint64_t before = chains_.version();
+    SURGE_ASSIGN_OR_RETURN(pb::Chain c, chains_.sync_report(req, now_ms()));
+    if (chains_.version() != before) ++version_;
+    // A member that now serves may complete a move or let the next one sync.
+    reconcile_chains_locked(now_ms());
+    if (chains_.dirty()) {
+      SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting the chain table");
+    }
+    pb::ReportChainSyncReply r;
+    const pb::Chain* now = chains_.find(req.chain_id());
+    *r.mutable_chain() = now != nullptr ? chains_.shipped(*now) : c;
+    r.set_map_version(version_);
+    return r;
+  });
 }
 
 Result<ChainHead> ClusterMap::chain_head(uint32_t chain_id) const {
@@ -171,17 +183,19 @@ Result<pb::RebalanceReply> ClusterMap::rebalance(const pb::RebalanceRequest& req
   SURGE_ASSIGN_OR_RETURN(auto bytes, chain_bytes(kv_));
   std::lock_guard lk(mu_);
   const uint32_t bound = req.max_moves() != 0 ? req.max_moves() : opts_.chains.rebalance_max_moves;
-  const uint64_t before = chains_.version();
-  pb::RebalanceReply r;
-  for (auto& mv : chains_.rebalance(views_locked(), bytes, bound, req.dry_run(), now_ms())) {
-    *r.add_moves() = std::move(mv);
-  }
-  if (chains_.version() != before) {
-    ++version_;
-    SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting the rebalance moves");
-  }
-  r.set_map_version(version_);
-  return r;
+  return retry_stale_locked([&]() -> Result<pb::RebalanceReply> {
+    const uint64_t before = chains_.version();
+    pb::RebalanceReply r;
+    for (auto& mv : chains_.rebalance(views_locked(), bytes, bound, req.dry_run(), now_ms())) {
+      *r.add_moves() = std::move(mv);
+    }
+    if (chains_.version() != before) {
+      ++version_;
+      SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting the rebalance moves");
+    }
+    r.set_map_version(version_);
+    return r;
+  });
 }
 
 }  // namespace surge::mds

@@ -1,6 +1,8 @@
 // OrphanCollector implementation; see orphan_collector.h.
 #include "mds/cluster/orphan_collector.h"
 
+#include <vector>
+
 #include "common/log.h"
 #include "mds/cluster/file_chunks.h"
 #include "mds/namespace/record_wire.h"
@@ -8,12 +10,15 @@
 namespace surge::mds {
 
 OrphanCollector::OrphanCollector(Namespace* ns, ClusterMap* map, SessionTable* sessions,
-                                 ObjectTargets* objects, OrphanCollectorOptions options)
+                                 ObjectTargets* objects, OrphanCollectorOptions options,
+                                 const Leadership* leadership, PeerOpens* peers)
     : ns_(ns),
       map_(map),
       sessions_(sessions),
       objects_(objects),
       opts_(options),
+      leadership_(leadership),
+      peers_(peers),
       started_(std::chrono::steady_clock::now()) {}
 
 OrphanCollector::~OrphanCollector() {
@@ -27,11 +32,25 @@ Result<CollectStats> OrphanCollector::collect_once() {
   // them from being collected; past the end, start over.
   SURGE_ASSIGN_OR_RETURN(auto orphans, ns_->list_orphans_after(cursor_, opts_.batch));
   cursor_ = orphans.size() < opts_.batch ? 0 : orphans.back();
+  std::vector<uint64_t> closed;  // by every session of this MDS
   for (uint64_t ino : orphans) {
     if (sessions_->is_open(ino)) {
       ++st.still_open;
-      continue;
+    } else {
+      closed.push_back(ino);
     }
+  }
+  if (peers_ != nullptr && !closed.empty()) {
+    auto held = peers_->held_elsewhere(closed);
+    if (!held.ok()) {
+      SLOG_WARN("orphan collection waits: {}", held.status().ToString());
+      st.deferred += closed.size();
+      return st;
+    }
+    std::erase_if(closed, [&](uint64_t ino) { return held->count(ino) != 0; });
+    st.still_open += held->size();
+  }
+  for (uint64_t ino : closed) {
     records::InodeRecord rec;
     SURGE_ASSIGN_OR_RETURN(bool found, ns_->orphan_record(ino, &rec));
     bool removed_all = true;
@@ -63,6 +82,7 @@ Result<CollectStats> OrphanCollector::collect_once() {
 
 void OrphanCollector::start() {
   started_ = std::chrono::steady_clock::now();
+  leading_ = leadership_ == nullptr || leadership_->is_leader();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -83,7 +103,29 @@ void OrphanCollector::loop() {
     lk.unlock();
     const auto now = std::chrono::steady_clock::now();
     sessions_->expire(now);
+    if (Status rs = map_->refresh(); !rs.ok()) {
+      SLOG_WARN("reading the cluster map again: {}", rs.ToString());
+    }
+    const bool leading = leadership_ == nullptr || leadership_->is_leader();
+    if (leading && !leading_) started_ = now;  // a new leader waits as a restart does
+    leading_ = leading;
+    if (!leading) {
+      lk.lock();
+      continue;
+    }
     map_->mark_silent_down(ClusterMap::now_ms());
+    if (peers_ != nullptr) {
+      auto lost = peers_->lost_a_member();
+      if (!lost.ok()) {
+        SLOG_WARN("listing the MDS that serve: {}", lost.status().ToString());
+      } else if (*lost) {
+        // Its clients open sessions elsewhere and report their open files
+        // again within a session timeout: wait for them, as after a restart.
+        SLOG_INFO("an MDS stopped serving: orphan collection waits {} ms for its clients",
+                  opts_.startup_grace_ms);
+        started_ = now;
+      }
+    }
     if (now - started_ >= std::chrono::milliseconds(opts_.startup_grace_ms)) {
       auto r = collect_once();
       if (!r.ok()) {

@@ -9,7 +9,11 @@
 // that wait never hold up the rest.
 //
 // The background thread also runs the periodic housekeeping that needs a
-// clock: expiring silent sessions and marking silent targets down.
+// clock: expiring silent sessions (every MDS, its own), reading the cluster
+// map again when another MDS changed it (every MDS), and marking silent
+// targets down and collecting orphans (the leader only, cluster/leadership.h;
+// a new leader waits startup_grace_ms before it collects, as a restarted
+// MDS does).
 #pragma once
 
 #include <atomic>
@@ -21,7 +25,9 @@
 
 #include "common/status.h"
 #include "mds/cluster/cluster_map.h"
+#include "mds/cluster/leadership.h"
 #include "mds/cluster/object_targets.h"
+#include "mds/cluster/peer_opens.h"
 #include "mds/cluster/session_table.h"
 #include "mds/namespace/namespace.h"
 
@@ -41,8 +47,12 @@ struct CollectStats {
 
 class OrphanCollector {
  public:
+  // leadership nullptr: this MDS always leads (tests, one MDS). peers
+  // nullptr: no other MDS holds files open (one MDS); else an orphan is
+  // collected only when no other MDS holds it open either.
   OrphanCollector(Namespace* ns, ClusterMap* map, SessionTable* sessions, ObjectTargets* objects,
-                  OrphanCollectorOptions options);
+                  OrphanCollectorOptions options, const Leadership* leadership = nullptr,
+                  PeerOpens* peers = nullptr);
   ~OrphanCollector();
 
   // One pass over the next batch of the orphan list (tests call this directly).
@@ -59,7 +69,10 @@ class OrphanCollector {
   SessionTable* sessions_;
   ObjectTargets* objects_;
   OrphanCollectorOptions opts_;
-  std::chrono::steady_clock::time_point started_;
+  const Leadership* leadership_;
+  PeerOpens* peers_;
+  bool leading_ = false;                           // as of the last pass
+  std::chrono::steady_clock::time_point started_;  // start, or the pass that found it leading
   uint64_t cursor_ = 0;  // list orphans after this inode next (0: from the start)
   std::mutex mu_;
   std::condition_variable cv_;

@@ -18,13 +18,15 @@
 #include "common/daemon/malloc_bounds.h"
 #include "common/log.h"
 #include "mds/cluster/cluster_map.h"
+#include "mds/cluster/leadership.h"
 #include "mds/cluster/orphan_collector.h"
 #include "mds/cluster/session_table.h"
 #include "mds/daemon/data_dir.h"
 #include "mds/daemon/mds_config.h"
 #include "mds/daemon/open_store.h"
-#include "mds/kv/rocksdb_kv_store.h"
 #include "mds/daemon/rpc_object_targets.h"
+#include "mds/daemon/rpc_peer_opens.h"
+#include "mds/kv/rocksdb_kv_store.h"
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
 #include "mds/service/mds_metrics.h"
@@ -122,8 +124,11 @@ int run(const MdsConfig& cfg) {
     }
     metrics.watch(src);
   }
-  register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics);
+  // Who runs the work that must run once (cluster/leadership.h).
+  Leadership* leadership = dd->leadership.get();
+  register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics, leadership);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
+  leadership->begin((*server)->address());
 
   auto metrics_http = daemon::start_metrics("surge-mds", cfg.metrics_listen);
   if (!metrics_http.ok()) {
@@ -134,7 +139,15 @@ int run(const MdsConfig& cfg) {
   OrphanCollectorOptions copts;
   copts.interval_ms = cfg.orphan_interval_ms;
   copts.startup_grace_ms = cfg.orphan_startup_grace_ms;
-  OrphanCollector collector(ns->get(), map->get(), &sessions, &objects, copts);
+  // On etcd other MDS may serve too: the leader's collector asks them
+  // which orphans their clients hold open.
+  std::unique_ptr<RpcPeerOpens> peers;
+  if (dd->rocks == nullptr) {
+    peers = std::make_unique<RpcPeerOpens>(leadership, *key,
+                                           std::chrono::milliseconds(cfg.target_rpc_timeout_ms));
+  }
+  OrphanCollector collector(ns->get(), map->get(), &sessions, &objects, copts, leadership,
+                            peers.get());
   collector.start();
 
   char fsid[32];
@@ -147,6 +160,7 @@ int run(const MdsConfig& cfg) {
   if (*metrics_http) (*metrics_http)->stop();
   (*server)->stop();
   collector.stop();
+  dd->leadership.reset();  // etcd: revokes the lease, so another MDS leads at once
   ns->reset();
   if (dd->rocks) {
     Status cs = dd->rocks->close();

@@ -24,8 +24,8 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
              "--listen", 1},
             &MdsConfig::listen},
           F{{"server", "cluster_key_file",
-             "Shared secret of the cluster; connections prove they know it.",
-             "--cluster-key-file", 1},
+             "Shared secret of the cluster; connections prove they know it.", "--cluster-key-file",
+             1},
             &MdsConfig::cluster_key_file},
           F{{"server", "expect_fs_id",
              "Refuse to start unless the data dir holds this file system (hex id);\n"
@@ -85,6 +85,13 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
              "", 1},
             &MdsConfig::etcd_max_txn_ops},
           F{{"store", "etcd_max_request_bytes", "", "", 1}, &MdsConfig::etcd_max_request_bytes},
+          F{{"store", "etcd_leader_ttl_s",
+             "(etcd) Several MDS on one prefix elect one leader, which runs failure\n"
+             "detection, chain changes and orphan collection, with an etcd lease of\n"
+             "this many seconds: when the leader dies, another takes over within about\n"
+             "this long (at once when it stops cleanly).",
+             "", 2, 3600},
+            &MdsConfig::etcd_leader_ttl_s},
           F{{"store", "sync",
              "(rocksdb) Sync the RocksDB write-ahead log before replying (a reply means durable).\n"
              "false is for benchmarks of the ceiling only: acknowledged changes can be\n"

@@ -35,6 +35,7 @@ struct MdsConfig {
   uint32_t etcd_deadline_ms = 5000;
   uint32_t etcd_max_txn_ops = 128;
   uint64_t etcd_max_request_bytes = 1536 * 1024;
+  uint32_t etcd_leader_ttl_s = 6;  // the leader's lease (kv/etcd/etcd_leader.h)
   bool sync = true;
   uint64_t block_cache_mb = 64;
   uint64_t memtable_mb = 32;

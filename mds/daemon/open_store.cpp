@@ -3,6 +3,7 @@
 
 #include "mds/daemon/data_dir.h"
 #include "mds/kv/etcd/etcd_kv_store.h"
+#include "mds/kv/etcd/etcd_leader.h"
 #include "mds/namespace/keys.h"
 #include "mds/namespace/namespace.h"
 
@@ -48,6 +49,15 @@ Result<OpenedStore> open_etcd(const MdsConfig& cfg, bool allow_format) {
   if (!id.ok()) return id.status().WithContext(out.where);
   out.fs_id = *id;
   out.formatted = !had->has_value();
+  EtcdLeaderOptions lo;
+  lo.endpoints = o.endpoints;
+  lo.key = (*kv)->etcd_key(Space::kSystem, keys::kMdsLeader);
+  lo.members_prefix = (*kv)->etcd_key(Space::kSystem, keys::kMdsMemberPrefix);
+  lo.ttl = std::chrono::seconds(cfg.etcd_leader_ttl_s);
+  lo.deadline = o.deadline;
+  auto leader = EtcdLeader::Create(lo);
+  if (!leader.ok()) return leader.status().WithContext(out.where);
+  out.leadership = std::move(*leader);
   out.kv = std::move(*kv);
   return out;
 }
@@ -71,6 +81,7 @@ Result<OpenedStore> open_store(const MdsConfig& cfg, bool allow_format) {
   out.fs_id = dd->fs_id;
   out.formatted = dd->formatted;
   out.where = "data dir " + cfg.data_dir;
+  out.leadership = std::make_unique<SoleLeader>();
   return out;
 }
 

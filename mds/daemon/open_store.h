@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "mds/cluster/leadership.h"
 #include "mds/daemon/mds_config.h"
 #include "mds/kv/kv_store.h"
 
@@ -22,6 +23,9 @@ struct OpenedStore {
   uint64_t fs_id = 0;
   bool formatted = false;  // a new file system was made now
   std::string where;       // "data dir /x" or "etcd a:1,b:2 prefix surge/", for logs
+  // Who runs the work that must run once: always this MDS on RocksDB, the
+  // one elected by an etcd lease on etcd (not started: begin()).
+  std::unique_ptr<Leadership> leadership;
 };
 
 // allow_format false (--check): a store without a file system is NotFound.

@@ -71,5 +71,9 @@ inline constexpr std::string_view kDoneOpPrefix = "r/";
 inline constexpr std::string_view kDoneOpByTimePrefix = "rt/";
 std::string done_op(uint64_t op_id);
 std::string done_op_by_time(uint64_t when_ns, uint64_t op_id);
+// The elected MDS leader's address, and one key per serving MDS (its
+// address), each under its MDS's etcd lease (etcd_leader.h).
+inline constexpr std::string_view kMdsLeader = "mds_leader";
+inline constexpr std::string_view kMdsMemberPrefix = "mds_member/";
 
 }  // namespace surge::mds::keys

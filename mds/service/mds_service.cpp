@@ -34,7 +34,8 @@ void bind(net::RpcServer& server, MdsMetrics* metrics, const char* name, F fn) {
 }  // namespace
 
 void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& map,
-                           SessionTable& sessions, ObjectTargets& objects, MdsMetrics* metrics) {
+                           SessionTable& sessions, ObjectTargets& objects, MdsMetrics* metrics,
+                           const Leadership* leadership) {
   // cluster map and data servers
   bind<MdsRegisterTarget>(
       server, metrics, "register_target",
@@ -48,12 +49,18 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
         SURGE_ASSIGN_OR_RETURN(resp, map.heartbeat(req));
         return Status::OK();
       });
-  bind<MdsGetClusterMap>(
-      server, metrics, "get_cluster_map",
-      [&map](RpcContext&, const GetClusterMapRequest&, GetClusterMapReply& resp) -> Status {
-        *resp.mutable_map() = map.snapshot();
-        return Status::OK();
-      });
+  bind<MdsGetClusterMap>(server, metrics, "get_cluster_map",
+                         [&map, leadership](RpcContext&, const GetClusterMapRequest&,
+                                            GetClusterMapReply& resp) -> Status {
+                           // Another MDS may have changed the map since this one last read it.
+                           if (Status rs = map.refresh(); !rs.ok()) {
+                             SLOG_WARN("handing out the cluster map as last read: {}",
+                                       rs.ToString());
+                           }
+                           *resp.mutable_map() = map.snapshot();
+                           if (leadership != nullptr) resp.set_mds_leader(leadership->leader());
+                           return Status::OK();
+                         });
   bind<MdsSetTargetDrain>(server, metrics, "set_target_drain",
                           [&map](RpcContext& ctx, const SetTargetDrainRequest& req,
                                  SetTargetDrainReply& resp) -> Status {
@@ -115,6 +122,14 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
       server, metrics, "close_session",
       [&sessions](RpcContext&, const CloseSessionRequest& req, CloseSessionReply&) -> Status {
         return sessions.close_session(req.session_id());
+      });
+  bind<MdsHeldOpen>(
+      server, metrics, "held_open",
+      [&sessions](RpcContext&, const HeldOpenRequest& req, HeldOpenReply& resp) -> Status {
+        for (uint64_t ino : req.inos()) {
+          if (sessions.is_open(ino)) resp.add_open(ino);
+        }
+        return Status::OK();
       });
 
   // namespace

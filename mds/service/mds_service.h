@@ -6,6 +6,7 @@
 #pragma once
 
 #include "mds/cluster/cluster_map.h"
+#include "mds/cluster/leadership.h"
 #include "mds/cluster/object_targets.h"
 #include "mds/cluster/session_table.h"
 #include "mds/namespace/namespace.h"
@@ -14,9 +15,10 @@
 
 namespace surge::mds {
 
-// objects probes a data server a failure report names.
+// objects probes a data server a failure report names; leadership (may be
+// nullptr) names the leader in the cluster map's reply.
 void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& map,
                            SessionTable& sessions, ObjectTargets& objects,
-                           MdsMetrics* metrics = nullptr);
+                           MdsMetrics* metrics = nullptr, const Leadership* leadership = nullptr);
 
 }  // namespace surge::mds

@@ -28,6 +28,8 @@ using MdsOpenSession = net::MethodDef<kServiceMds, 10, OpenSessionRequest, OpenS
 using MdsSessionHeartbeat =
     net::MethodDef<kServiceMds, 11, SessionHeartbeatRequest, SessionHeartbeatReply>;
 using MdsCloseSession = net::MethodDef<kServiceMds, 12, CloseSessionRequest, CloseSessionReply>;
+// between MDS: the open files of this MDS's sessions (orphan collection)
+using MdsHeldOpen = net::MethodDef<kServiceMds, 13, HeldOpenRequest, HeldOpenReply>;
 
 // namespace operations. Every request carries Credentials; errors are
 // errno-exact Status codes (common/status.h).

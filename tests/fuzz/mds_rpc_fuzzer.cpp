@@ -144,6 +144,10 @@ void write_seeds(const std::string& dir) {
     CloseSessionRequest cs;
     cs.set_session_id(1);
     all += rec<MdsCloseSession>(cs);
+    HeldOpenRequest ho;
+    ho.add_inos(1);
+    ho.add_inos(2);
+    all += rec<MdsHeldOpen>(ho);
     fuzz::write_seed(dir, "cluster_and_sessions", all);
   }
   {

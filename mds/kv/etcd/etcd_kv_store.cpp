@@ -166,6 +166,10 @@ const EtcdKvOptions& EtcdKvStore::options() const {
   return impl_->o;
 }
 
+std::string EtcdKvStore::etcd_key(Space s, std::string_view key) const {
+  return impl_->full_key(s, key);
+}
+
 Result<std::unique_ptr<EtcdKvStore>> EtcdKvStore::Open(const EtcdKvOptions& options) {
   if (options.endpoints.empty()) return Status::InvalidArgument("etcd backend: no etcd endpoints configured");
   if (options.deadline.count() <= 0) return Status::InvalidArgument("etcd backend: the call deadline must be positive");

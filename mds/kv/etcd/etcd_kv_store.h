@@ -54,6 +54,9 @@ class EtcdKvStore : public KvStore {
   Result<uint64_t> count_keys(Space s);
 
   const EtcdKvOptions& options() const;
+  // The etcd key that holds key of space s (the prefix and the space's
+  // byte before it), for what keeps records outside batches (leases).
+  std::string etcd_key(Space s, std::string_view key) const;
 
  private:
   struct Impl;
