@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "net/address_list.h"
 #include "net/rpc_channel.h"
 
 namespace surge::client {
@@ -99,19 +100,7 @@ class MdsLink {
 };
 
 inline Result<std::vector<std::string>> MdsLink::ParseAddresses(const std::string& list) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = list.find(',', start);
-    std::string one =
-        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (one.empty()) {
-      return Status::InvalidArgument("MDS address list '" + list + "' has an empty entry");
-    }
-    out.push_back(std::move(one));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
+  return net::parse_address_list(list, "MDS address");
 }
 
 }  // namespace surge::client

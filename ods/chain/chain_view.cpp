@@ -1,6 +1,7 @@
 #include "ods/chain/chain_view.h"
 
 #include "common/log.h"
+#include "net/address_list.h"
 #include "net/proto/mds_methods.h"
 
 namespace surge::ods {
@@ -29,7 +30,43 @@ ChainView::ChainView(ChainViewOptions options, std::function<uint32_t()> own_id)
         o.connect_timeout = std::chrono::milliseconds(2000);
         o.call_timeout = std::chrono::milliseconds(5000);
         return o;
-      }()) {}
+      }()) {
+  if (!options_.mds.empty()) {
+    auto list = net::parse_address_list(options_.mds, "MDS address");
+    if (list.ok()) {
+      mds_ = std::move(*list);
+    } else {
+      SLOG_ERROR("chain view: {}", list.status().ToString());
+    }
+  }
+}
+
+template <typename M>
+Status ChainView::call_mds(const typename M::Request& req, typename M::Response* resp,
+                           const std::string& what) {
+  if (mds_.empty()) return Status::Unavailable("no MDS configured: " + what);
+  const size_t first = current_mds_.load();
+  std::string errors;
+  Status last;
+  for (size_t i = 0; i < mds_.size(); ++i) {
+    const size_t idx = (first + i) % mds_.size();
+    const std::string& addr = mds_[idx];
+    auto ch = channels_.get(addr);
+    if (ch.ok()) {
+      last = (*ch)->template call<M>(req, resp);
+      if (last.ok()) {
+        current_mds_.store(idx);
+        return last;
+      }
+      if ((*ch)->connected()) return last.WithContext(what + " at the MDS at " + addr);
+      channels_.drop(addr);
+    } else {
+      last = ch.status();
+    }
+    errors += (errors.empty() ? "" : "; ") + addr + ": " + last.ToString();
+  }
+  return Status(last.code(), what + ": no MDS could be reached (" + errors + ")");
+}
 
 uint64_t ChainView::map_version() const {
   std::lock_guard lk(mu_);
@@ -43,20 +80,12 @@ void ChainView::note_map_version(uint64_t version) {
 }
 
 Status ChainView::refresh() {
-  if (options_.mds.empty()) return Status::Unavailable("no MDS configured: no chain table");
+  if (mds_.empty()) return Status::Unavailable("no MDS configured: no chain table");
   std::lock_guard fl(fetch_mu_);
-  auto ch = channels_.get(options_.mds);
-  if (!ch.ok()) {
-    return ch.status().WithContext("fetching the chain table from the MDS at " + options_.mds);
-  }
   mds::GetClusterMapRequest req;
   req.set_known_version(map_version());
   mds::GetClusterMapReply resp;
-  Status st = (*ch)->call<mds::MdsGetClusterMap>(req, &resp);
-  if (!st.ok()) {
-    if (!(*ch)->connected()) channels_.drop(options_.mds);
-    return st.WithContext("fetching the chain table from the MDS at " + options_.mds);
-  }
+  SURGE_RETURN_IF_ERROR(call_mds<mds::MdsGetClusterMap>(req, &resp, "fetching the chain table"));
   std::unordered_map<uint32_t, mds::Chain> chains;
   for (const auto& c : resp.map().chains().chains()) chains[c.chain_id()] = c;
   std::unordered_map<uint32_t, std::string> addresses;
@@ -101,11 +130,6 @@ std::vector<ChainPlace> ChainView::places() {
 
 Status ChainView::report_failure(uint32_t target_id, uint32_t chain_id, uint64_t chain_version,
                                  const Status& seen) {
-  if (options_.mds.empty()) return Status::Unavailable("no MDS configured to report target " +
-                                                       std::to_string(target_id) + " to");
-  auto ch = channels_.get(options_.mds);
-  if (!ch.ok()) return ch.status().WithContext("reporting target " + std::to_string(target_id) +
-                                               " to the MDS at " + options_.mds);
   mds::ReportTargetFailureRequest req;
   req.set_target_id(target_id);
   req.set_chain_id(chain_id);
@@ -114,29 +138,17 @@ Status ChainView::report_failure(uint32_t target_id, uint32_t chain_id, uint64_t
   req.set_message(seen.ToString());
   req.set_reporter("target " + std::to_string(own_id_()));
   mds::ReportTargetFailureReply resp;
-  Status st = (*ch)->call<mds::MdsReportTargetFailure>(req, &resp);
-  if (!st.ok()) {
-    if (!(*ch)->connected()) channels_.drop(options_.mds);
-    return st.WithContext("reporting target " + std::to_string(target_id) + " to the MDS at " +
-                          options_.mds);
-  }
+  SURGE_RETURN_IF_ERROR(call_mds<mds::MdsReportTargetFailure>(
+      req, &resp, "reporting target " + std::to_string(target_id) + " failed"));
   return refresh();
 }
 
 Result<mds::ReportChainSyncReply> ChainView::report_sync(const mds::ReportChainSyncRequest& req) {
-  if (options_.mds.empty()) return Status::Unavailable("no MDS configured to report a resync to");
-  auto ch = channels_.get(options_.mds);
-  if (!ch.ok()) return ch.status().WithContext("reporting the resync of chain " +
-                                               std::to_string(req.chain_id()) + " to the MDS at " +
-                                               options_.mds);
   mds::ReportChainSyncReply resp;
-  Status st = (*ch)->call<mds::MdsReportChainSync>(req, &resp);
-  if (!st.ok()) {
-    if (!(*ch)->connected()) channels_.drop(options_.mds);
-    return st.WithContext("reporting the resync of chain " + std::to_string(req.chain_id()) +
-                          " to target " + std::to_string(req.target_id()) + " to the MDS at " +
-                          options_.mds);
-  }
+  SURGE_RETURN_IF_ERROR(call_mds<mds::MdsReportChainSync>(
+      req, &resp,
+      "reporting the resync of chain " + std::to_string(req.chain_id()) + " to target " +
+          std::to_string(req.target_id())));
   return resp;
 }
 

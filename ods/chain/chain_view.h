@@ -50,7 +50,10 @@ struct ChainPlace {
 };
 
 struct ChainViewOptions {
-  std::string mds;  // "" : no MDS, so no chains (every chained request is refused)
+  // "" : no MDS, so no chains (every chained request is refused). Several,
+  // comma-separated: each call goes to the one that answered last and
+  // moves on to the next when it cannot be reached.
+  std::string mds;
   std::string cluster_key;
   std::string scheme = "tcp";  // of peer addresses without one
 };
@@ -93,10 +96,17 @@ class ChainView {
  private:
   // Under mu_: our place in chain_id, or WrongTarget.
   Result<ChainPlace> place_locked(uint32_t chain_id, uint32_t me) const;
+  // Calls M on the MDS that answered last, then on each other one that
+  // cannot be reached; `what` names the call in errors.
+  template <typename M>
+  Status call_mds(const typename M::Request& req, typename M::Response* resp,
+                  const std::string& what);
 
   ChainViewOptions options_;
   std::function<uint32_t()> own_id_;
   net::ChannelPool channels_;
+  std::vector<std::string> mds_;        // options_.mds, split
+  std::atomic<size_t> current_mds_{0};  // index of the MDS that answered last
   std::mutex fetch_mu_;  // one fetch at a time
   mutable std::mutex mu_;
   uint64_t map_version_ = 0;

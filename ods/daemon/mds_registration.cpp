@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "net/address_list.h"
 #include "net/proto/mds_methods.h"
 
 namespace surge::ods {
@@ -39,10 +40,14 @@ Status MdsRegistration::start() {
     }
     target_id_ = static_cast<uint32_t>(id);
   }
-  Status st = register_once();
-  if (!st.ok()) {
-    SLOG_WARN("cannot register with the MDS at {} yet ({}); serving anyway, retrying", options_.mds,
-              st.ToString());
+  SURGE_ASSIGN_OR_RETURN(auto addresses, net::parse_address_list(options_.mds, "MDS address"));
+  for (auto& a : addresses) peers_.push_back({std::move(a), false});
+  for (Peer& p : peers_) {
+    Status st = register_once(p);
+    if (!st.ok()) {
+      SLOG_WARN("cannot register with the MDS at {} yet ({}); serving anyway, retrying", p.address,
+                st.ToString());
+    }
   }
   thread_ = std::thread([this] { run(); });
   return Status::OK();
@@ -75,8 +80,9 @@ Status MdsRegistration::save_target_id(uint32_t id) {
   return Status::OK();
 }
 
-Status MdsRegistration::register_once() {
-  SURGE_ASSIGN_OR_RETURN(auto ch, channels_.get(options_.mds));
+Status MdsRegistration::register_once(Peer& peer) {
+  const std::string& mds = peer.address;
+  SURGE_ASSIGN_OR_RETURN(auto ch, channels_.get(mds));
   SURGE_ASSIGN_OR_RETURN(StoreStats s, store_.statfs());
   pb::RegisterTargetRequest req;
   req.set_target_id(target_id_.load());
@@ -87,13 +93,14 @@ Status MdsRegistration::register_once() {
   pb::RegisterTargetReply resp;
   Status st = ch->call<pb::MdsRegisterTarget>(req, &resp);
   if (!st.ok()) {
-    if (!ch->connected()) channels_.drop(options_.mds);
-    return st.WithContext("register with the MDS at " + options_.mds);
+    if (!ch->connected()) channels_.drop(mds);
+    return st.WithContext("register with the MDS at " + mds);
   }
-  if (resp.target_id() == 0) return Status::ProtocolError("MDS at " + options_.mds + " assigned target id 0");
+  if (resp.target_id() == 0)
+    return Status::ProtocolError("MDS at " + mds + " assigned target id 0");
   if (resp.target_id() != target_id_.load()) {
     if (target_id_.load() != 0) {
-      SLOG_WARN("MDS at {} gave target id {} to the data server that was target {}", options_.mds,
+      SLOG_WARN("MDS at {} gave target id {} to the data server that was target {}", mds,
                 resp.target_id(), target_id_.load());
     }
     SURGE_RETURN_IF_ERROR(save_target_id(resp.target_id()));
@@ -102,14 +109,14 @@ Status MdsRegistration::register_once() {
   interval_ms_ = options_.heartbeat_interval_ms != 0   ? options_.heartbeat_interval_ms
                  : resp.heartbeat_interval_ms() != 0 ? resp.heartbeat_interval_ms()
                                                        : 1000;
-  registered_ = true;
-  SLOG_INFO("registered with the MDS at {} as target {} ({}), heartbeat every {} ms", options_.mds,
+  peer.registered = true;
+  SLOG_INFO("registered with the MDS at {} as target {} ({}), heartbeat every {} ms", mds,
             target_id_.load(), options_.advertise, interval_ms_);
   return Status::OK();
 }
 
-Status MdsRegistration::heartbeat_once() {
-  SURGE_ASSIGN_OR_RETURN(auto ch, channels_.get(options_.mds));
+Status MdsRegistration::heartbeat_once(Peer& peer) {
+  SURGE_ASSIGN_OR_RETURN(auto ch, channels_.get(peer.address));
   SURGE_ASSIGN_OR_RETURN(StoreStats s, store_.statfs());
   pb::TargetHeartbeatRequest req;
   req.set_target_id(target_id_.load());
@@ -120,35 +127,44 @@ Status MdsRegistration::heartbeat_once() {
   req.set_load(load_ ? load_() : 0);
   pb::TargetHeartbeatReply resp;
   Status st = ch->call<pb::MdsTargetHeartbeat>(req, &resp);
-  if (!st.ok() && !ch->connected()) channels_.drop(options_.mds);
+  if (!st.ok() && !ch->connected()) channels_.drop(peer.address);
   if (st.ok() && options_.on_map_version) options_.on_map_version(resp.map_version());
   return st;
+}
+
+void MdsRegistration::tend(Peer& peer) {
+  if (!peer.registered) {
+    Status st = register_once(peer);
+    if (!st.ok()) SLOG_DEBUG("{}", st.ToString());
+    return;
+  }
+  Status st = heartbeat_once(peer);
+  if (st.code() == Code::kNotFound) {
+    SLOG_INFO("MDS at {} does not know target {}: registering again", peer.address,
+              target_id_.load());
+    peer.registered = false;
+    Status rs = register_once(peer);
+    if (!rs.ok()) SLOG_WARN("{}", rs.ToString());
+  } else if (!st.ok()) {
+    // The MDS may be restarting; when it is back, register again (it may
+    // have lost us) rather than assume it remembers.
+    SLOG_WARN("heartbeat to the MDS at {} failed: {}; will register again", peer.address,
+              st.ToString());
+    peer.registered = false;
+  }
 }
 
 void MdsRegistration::run() {
   std::unique_lock lk(mu_);
   while (!stopping_) {
-    uint32_t wait_ms = registered_ ? interval_ms_ : options_.retry_ms;
+    bool all_registered = true;
+    for (const Peer& p : peers_) all_registered = all_registered && p.registered;
+    const uint32_t wait_ms =
+        all_registered ? interval_ms_ : std::min(interval_ms_, options_.retry_ms);
     cv_.wait_for(lk, std::chrono::milliseconds(wait_ms), [&] { return stopping_; });
     if (stopping_) break;
     lk.unlock();
-    if (!registered_) {
-      Status st = register_once();
-      if (!st.ok()) SLOG_DEBUG("{}", st.ToString());
-    } else {
-      Status st = heartbeat_once();
-      if (st.code() == Code::kNotFound) {
-        SLOG_INFO("MDS at {} does not know target {}: registering again", options_.mds, target_id_.load());
-        registered_ = false;
-        Status rs = register_once();
-        if (!rs.ok()) SLOG_WARN("{}", rs.ToString());
-      } else if (!st.ok()) {
-        // The MDS may be restarting; when it is back, register again (it
-        // may have lost us) rather than assume it remembers.
-        SLOG_WARN("heartbeat to the MDS at {} failed: {}; will register again", options_.mds, st.ToString());
-        registered_ = false;
-      }
-    }
+    for (Peer& p : peers_) tend(p);
     lk.lock();
   }
 }

@@ -1,11 +1,16 @@
-// MdsRegistration: keeps this data server known to the MDS.
+// MdsRegistration: keeps this data server known to every MDS of its file
+// system.
 //
 // Registers (target id 0 the first time; the id the MDS assigns is kept in
 // data_dir/target_id so a restart keeps its identity), then heartbeats with
-// capacity, free space and load. It registers again when the MDS answers a
-// heartbeat with NotFound, and after any lost connection (the MDS may have
-// restarted and forgotten us). The data server keeps serving whatever the
-// MDS does: this runs on its own thread and only logs failures.
+// capacity, free space and load. Several MDS serving one file system from
+// one etcd ("tcp://a:7100,tcp://b:7100") share the map, but each learns
+// liveness and space from heartbeats of its own: this server registers with
+// the first that answers, then with the others under the id it got, and
+// heartbeats to each. With each MDS it registers again when that MDS
+// answers a heartbeat with NotFound, and after any lost connection (the MDS
+// may have restarted and forgotten us). The data server keeps serving
+// whatever the MDS do: this runs on its own thread and only logs failures.
 #pragma once
 
 #include <atomic>
@@ -16,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "net/rpc_channel.h"
@@ -24,7 +30,7 @@
 namespace surge::ods {
 
 struct MdsRegistrationOptions {
-  std::string mds;        // "tcp://127.0.0.1:7100"
+  std::string mds;        // "tcp://127.0.0.1:7100", or several comma-separated
   std::string advertise;  // our address as clients should dial it
   std::string data_dir;   // where target_id lives
   std::string cluster_key;
@@ -40,19 +46,26 @@ class MdsRegistration {
   MdsRegistration(MdsRegistrationOptions options, ObjectStore& store, std::function<uint64_t()> load);
   ~MdsRegistration();
 
-  // Reads the stored target id; tries one registration now (so the start
-  // line can name the id) but succeeds without the MDS; starts the thread.
+  // Reads the stored target id; tries one registration with each MDS now
+  // (so the start line can name the id) but succeeds without them; starts
+  // the thread. InvalidArgument for a malformed MDS list.
   Status start();
   void stop();
 
-  // 0 until the MDS assigned one (or the stored id).
+  // 0 until an MDS assigned one (or the stored id).
   uint32_t target_id() const { return target_id_.load(); }
-  bool registered() const { return registered_.load(); }
 
  private:
+  struct Peer {
+    std::string address;
+    bool registered = false;  // thread only (and start(), before it)
+  };
   void run();
-  Status register_once();
-  Status heartbeat_once();
+  Status register_once(Peer& peer);
+  Status heartbeat_once(Peer& peer);
+  // One step with one MDS: register, or heartbeat and register again when
+  // it forgot us.
+  void tend(Peer& peer);
   Status save_target_id(uint32_t id);
   std::string id_path() const { return options_.data_dir + "/target_id"; }
 
@@ -60,8 +73,8 @@ class MdsRegistration {
   ObjectStore& store_;
   std::function<uint64_t()> load_;
   net::ChannelPool channels_;
+  std::vector<Peer> peers_;
   std::atomic<uint32_t> target_id_{0};
-  std::atomic<bool> registered_{false};
   uint32_t interval_ms_ = 1000;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -3,6 +3,8 @@
 // come from, and the relations between settings.
 #include "ods/daemon/ods_config.h"
 
+#include "net/address_list.h"
+
 namespace surge::ods {
 
 using config::Field;
@@ -27,8 +29,7 @@ const config::ConfigTable<OdsConfig>& ods_config_table() {
              "--advertise"},
             &OdsConfig::advertise},
           F{{"server", "cluster_key_file",
-             "Shared secret of the cluster; connections prove they know it.",
-             "--cluster-key-file"},
+             "Shared secret of the cluster; connections prove they know it.", "--cluster-key-file"},
             &OdsConfig::cluster_key_file},
           F{{"server", "metrics_listen",
              "Prometheus endpoint, \"HOST:PORT\" (GET /metrics): request and error counts\n"
@@ -78,7 +79,10 @@ const config::ConfigTable<OdsConfig>& ods_config_table() {
              "--bulk-stall-timeout-ms", 1, 600000},
             &OdsConfig::bulk_stall_timeout_ms},
           F{{"mds", "address",
-             "The metadata server to register with and heartbeat; \"\" runs without one.",
+             "The metadata server to register with and heartbeat; \"\" runs without one.\n"
+             "Several MDS serving one file system from one etcd: every one of them,\n"
+             "comma-separated (\"tcp://a:7100,tcp://b:7100\"); the server heartbeats to\n"
+             "each, and each needs that to know it is alive.",
              "--mds"},
             &OdsConfig::mds},
           F{{"mds", "heartbeat_interval_ms",
@@ -133,6 +137,9 @@ Status validate_config(const OdsConfig& c) {
     return Status::InvalidArgument("store.max_io_bytes (" + std::to_string(c.max_io_bytes) +
                                    ") must be between 1 and pool.buffers_1m MiB (" +
                                    std::to_string(c.pool_1m_buffers) + " MiB)");
+  }
+  if (!c.mds.empty()) {
+    SURGE_RETURN_IF_ERROR(net::parse_address_list(c.mds, "mds.address: the MDS address").status());
   }
   return Status::OK();
 }
