@@ -32,6 +32,7 @@ Result<pb::ClusterMap> ClusterAdmin::cluster_map() {
   Status st = channel_->call<pb::MdsGetClusterMap>(req, &resp);
   if (!st.ok())
     return Status(st.code(), "cluster map from the MDS at " + address_ + ": " + st.message());
+  leader_ = resp.mds_leader();
   return resp.map();
 }
 

@@ -33,9 +33,12 @@ class ClusterAdmin {
                                                 const proto::mds::Credentials& cred);
 
   const std::string& mds_address() const { return address_; }
+  // The MDS leader the last cluster_map() reply named ("" when none).
+  const std::string& mds_leader() const { return leader_; }
 
  private:
   std::string address_;
+  std::string leader_;
   std::shared_ptr<net::RpcChannel> channel_;
 };
 

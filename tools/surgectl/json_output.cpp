@@ -68,7 +68,8 @@ Json chain_json(const pb::Chain& c) {
               {"moves", moves}};
 }
 
-Json map_json(const std::string& mds_address, const pb::ClusterMap& m) {
+Json map_json(const std::string& mds_address, const pb::ClusterMap& m,
+              const std::string& mds_leader) {
   int up = 0, down = 0, draining = 0;
   Json targets = Json::array();
   for (const auto& t : m.targets()) {
@@ -82,6 +83,7 @@ Json map_json(const std::string& mds_address, const pb::ClusterMap& m) {
     if (c.health() != pb::CHAIN_HEALTHY) not_healthy.push_back(chain_json(c));
   }
   return Json{{"mds", mds_address},
+              {"mds_leader", mds_leader},
               {"fs_id", m.fs_id()},
               {"map_version", m.version()},
               {"targets_up", up},

@@ -34,7 +34,8 @@ Json health_json(const ChainHealthCounts& n);
 Json chain_json(const proto::mds::Chain& c);
 
 // surgectl status / targets: the map's summary and every target.
-Json map_json(const std::string& mds_address, const proto::mds::ClusterMap& m);
+Json map_json(const std::string& mds_address, const proto::mds::ClusterMap& m,
+              const std::string& mds_leader = "");
 // surgectl chains: the chain table.
 Json chains_json(const proto::mds::ClusterMap& m);
 // {"members","bytes_left","bytes_per_sec"} summed over every member syncing.

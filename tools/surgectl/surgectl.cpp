@@ -59,7 +59,7 @@ int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
   auto m = admin.cluster_map();
   if (!m.ok()) return fail(m.status());
   if (json) {
-    print_json(surge::tools::map_json(admin.mds_address(), *m));
+    print_json(surge::tools::map_json(admin.mds_address(), *m, admin.mds_leader()));
     return 0;
   }
   int up = 0, down = 0, draining = 0;
@@ -73,6 +73,10 @@ int print_map(surge::tools::ClusterAdmin& admin, bool json, bool summary) {
         "mds %s  fs_id %llu  map version %llu  targets %d up of %d (%d down, %d draining)\n",
         admin.mds_address().c_str(), ull(m->fs_id()), ull(m->version()), up, m->targets_size(),
         down, draining);
+    // Several MDS elect the one that runs failure detection and chain changes.
+    if (!admin.mds_leader().empty() && admin.mds_leader() != admin.mds_address()) {
+      std::printf("mds leader %s\n", admin.mds_leader().c_str());
+    }
     std::printf("%s\n", surge::tools::health_summary(surge::tools::count_health(m->chains())).c_str());
     const std::string totals = surge::tools::sync_totals_text(surge::tools::sync_totals(m->chains()));
     if (!totals.empty()) std::printf("%s\n", totals.c_str());
