@@ -6,7 +6,7 @@
 namespace surge::mds {
 
 namespace {
-net::ChannelOptions channel_options(const std::string& key, std::chrono::milliseconds timeout) {
+net::ChannelOptions peer_channel_options(const std::string& key, std::chrono::milliseconds timeout) {
   net::ChannelOptions o;
   o.cluster_key = key;
   o.call_timeout = timeout;
@@ -17,7 +17,7 @@ net::ChannelOptions channel_options(const std::string& key, std::chrono::millise
 
 RpcPeerOpens::RpcPeerOpens(const Leadership* leadership, const std::string& cluster_key,
                            std::chrono::milliseconds timeout)
-    : leadership_(leadership), pool_(channel_options(cluster_key, timeout)) {}
+    : leadership_(leadership), pool_(peer_channel_options(cluster_key, timeout)) {}
 
 Result<bool> RpcPeerOpens::lost_a_member() {
   SURGE_ASSIGN_OR_RETURN(auto listed, leadership_->members());
