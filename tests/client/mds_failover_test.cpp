@@ -41,17 +41,7 @@ class MdsFailoverTest : public MdsDaemonTest {
     on_etcd_ = true;
     MdsDaemonTest::SetUp();
   }
-  // The second MDS: the first's config and etcd prefix, its own data dir,
-  // port and log. Started after the first formatted the prefix.
-  std::string start_second() {
-    std::vector<std::string> args = {"--config",           config_,
-                                     "--data-dir",         tmp_.path() + "/mds-b",
-                                     "--listen",           "tcp://127.0.0.1:0",
-                                     "--cluster-key-file", key_file_,
-                                     "--log-level",        "info"};
-    args.insert(args.end(), store_args_.begin(), store_args_.end());
-    return address_of(second_.start(mds_binary(), args, tmp_.path() + "/mds-b.log"));
-  }
+  std::string start_second() { return start_peer(second_, "mds-b"); }
   Result<std::unique_ptr<Client>> connect(const std::string& addresses) {
     ClientOptions o;
     o.mds_address = addresses;

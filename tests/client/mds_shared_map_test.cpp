@@ -43,16 +43,8 @@ class MdsSharedMapTest : public MdsDaemonTest {
     for (auto& o : ods_) o->kill(SIGKILL);
   }
 
-  // The second MDS: the first's config and etcd prefix, its own data dir,
-  // port and log.
   std::string start_second() {
-    std::vector<std::string> args = {"--config",           config_,
-                                     "--data-dir",         tmp_.path() + "/mds-b",
-                                     "--listen",           "tcp://127.0.0.1:0",
-                                     "--cluster-key-file", key_file_,
-                                     "--log-level",        "info"};
-    args.insert(args.end(), store_args_.begin(), store_args_.end());
-    b_ = address_of(second_.start(mds_binary(), args, b_log()));
+    b_ = start_peer(second_, "mds-b");
     return b_;
   }
   std::string a_log() const { return tmp_.path() + "/mds.log"; }

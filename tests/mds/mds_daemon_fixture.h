@@ -66,13 +66,20 @@ class MdsDaemonTest : public ::testing::Test {
     }
   }
 
+  // The flags of an MDS on this fixture's config, key and store, with its
+  // own data dir and a free port.
+  std::vector<std::string> mds_args(const std::string& data_dir) const {
+    std::vector<std::string> args = {
+        "--config",           config_,   "--data-dir",  data_dir, "--listen", "tcp://127.0.0.1:0",
+        "--cluster-key-file", key_file_, "--log-level", "info"};
+    args.insert(args.end(), store_args_.begin(), store_args_.end());
+    return args;
+  }
+
   // Starts (or restarts) the daemon; returns its address.
   std::string start() {
-    std::vector<std::string> args = {"--config",           config_,   "--data-dir", data_dir_,
-                                     "--listen",           "tcp://127.0.0.1:0",
-                                     "--cluster-key-file", key_file_, "--log-level", "info"};
-    args.insert(args.end(), store_args_.begin(), store_args_.end());
-    const std::string line = mds_.start(mds_binary(), args, tmp_.path() + "/mds.log");
+    const std::string line =
+        mds_.start(mds_binary(), mds_args(data_dir_), tmp_.path() + "/mds.log");
     address_ = address_of(line);
     net::ChannelOptions o;
     o.cluster_key = key_;
@@ -81,6 +88,14 @@ class MdsDaemonTest : public ::testing::Test {
     if (!ch.ok()) throw std::runtime_error(ch.status().ToString());
     ch_ = *ch;
     return address_;
+  }
+
+  // Another MDS on the same store (several serve one file system from
+  // etcd), started after the first formatted it: its data dir and log are
+  // tmp_/name and tmp_/name.log. Returns its address.
+  std::string start_peer(DaemonProcess& proc, const std::string& name) {
+    return address_of(proc.start(mds_binary(), mds_args(tmp_.path() + "/" + name),
+                                 tmp_.path() + "/" + name + ".log"));
   }
 
   template <typename M>
