@@ -156,16 +156,20 @@ Result<proto::mds::RegisterTargetReply> ClusterMap::register_target(
       next_id_ = id + 1;  // a target keeps the id it has, even one we forgot
     }
     TargetInfo& t = targets_[id];
-    const bool changed =
-        t.target_id() != id || t.address() != req.address() || t.state() != alive_state(t);
+    // A known target that is DOWN comes back UP only through the leader
+    // (which it registers with too): see leads().
+    const bool stays_down = !first_time && t.state() == proto::mds::TARGET_DOWN && !leads();
+    const proto::mds::TargetState state = stays_down ? proto::mds::TARGET_DOWN : alive_state(t);
+    const bool changed = t.target_id() != id || t.address() != req.address() || t.state() != state;
     t.set_target_id(id);
     t.set_address(req.address());
     t.set_capacity_bytes(req.capacity_bytes());
     t.set_free_bytes(req.free_bytes());
     t.set_filesystem_id(req.filesystem_id());
-    t.set_state(alive_state(t));
+    t.set_state(state);
     t.set_last_heartbeat_ms(now_ms());
     heard_.insert(id);
+    if (stays_down) heard_while_down_.insert(id);
     if (changed) ++version_;
     if (first_time) {
       std::vector<uint32_t> ids;
@@ -207,7 +211,9 @@ Result<proto::mds::TargetHeartbeatReply> ClusterMap::heartbeat(
     if (!req.filesystem_id().empty()) t.set_filesystem_id(req.filesystem_id());
     t.set_last_heartbeat_ms(now_ms());
     const bool first_heard = heard_.insert(t.target_id()).second;
-    if (t.state() == proto::mds::TARGET_DOWN) {
+    if (t.state() == proto::mds::TARGET_DOWN && !leads()) {
+      heard_while_down_.insert(t.target_id());  // the leader's pass decides, if this one leads then
+    } else if (t.state() == proto::mds::TARGET_DOWN) {
       t.set_state(alive_state(t));
       ++version_;
       SLOG_INFO("target {} at {} is up again, map version {}", t.target_id(), t.address(),
@@ -298,14 +304,25 @@ ClusterMap::StateCounts ClusterMap::state_counts() const {
   return c;
 }
 
-int ClusterMap::mark_silent_down(uint64_t now) {
+int ClusterMap::check_liveness(uint64_t now) {
   std::lock_guard lk(mu_);
   int n = 0;
   Status st = retry_stale_locked([&]() -> Status {
     n = 0;
     for (auto& [id, t] : targets_) {
-      if (t.state() == proto::mds::TARGET_DOWN) continue;
-      if (now > t.last_heartbeat_ms() + opts_.target_timeout_ms) {
+      const bool silent = now > t.last_heartbeat_ms() + opts_.target_timeout_ms;
+      if (t.state() == proto::mds::TARGET_DOWN) {
+        // Heard by this MDS since it was marked down, while it did not lead.
+        if (silent) heard_while_down_.erase(id);
+        if (!silent && heard_while_down_.erase(id) != 0) {
+          t.set_state(alive_state(t));
+          ++n;
+          SLOG_INFO("target {} at {} heard {} ms ago: up again", id, t.address(),
+                    now > t.last_heartbeat_ms() ? now - t.last_heartbeat_ms() : 0);
+        }
+        continue;
+      }
+      if (silent) {
         t.set_state(proto::mds::TARGET_DOWN);
         ++n;
         SLOG_WARN("target {} at {} silent for {} ms: marked down", id, t.address(),

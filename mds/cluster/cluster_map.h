@@ -35,6 +35,7 @@
 
 #include "common/status.h"
 #include "mds/cluster/chain_table.h"
+#include "mds/cluster/leadership.h"
 #include "mds/kv/kv_store.h"
 #include "net/proto/mds.pb.h"
 
@@ -71,8 +72,14 @@ class ClusterMap {
   // unknown id. Persisted; bumps the version when it changes anything.
   Result<proto::mds::TargetInfo> set_draining(uint32_t target_id, bool draining);
 
-  // Marks targets silent past the timeout DOWN; returns how many changed.
-  int mark_silent_down(uint64_t now_ms);
+  // Who decides liveness (cluster/leadership.h); none: this MDS always
+  // does. Set before serving.
+  void set_leadership(const Leadership* leadership) { leadership_ = leadership; }
+
+  // The leader's pass: marks targets silent past the timeout DOWN, and
+  // DOWN targets this MDS heard from since (while it did not lead yet)
+  // UP again. Returns how many targets changed state.
+  int check_liveness(uint64_t now_ms);
 
   // A format 1 layout: stripe_count distinct UP targets (clamped to how
   // many can take it), the first chosen round robin weighted by free space,
@@ -147,6 +154,9 @@ class ClusterMap {
   static proto::mds::TargetState alive_state(const proto::mds::TargetInfo& t) {
     return t.draining() ? proto::mds::TARGET_DRAINING : proto::mds::TARGET_UP;
   }
+  // Only the leader turns a DOWN target UP on what it hears: a data server
+  // that reaches some MDS but not the leader would otherwise flap.
+  bool leads() const { return leadership_ == nullptr || leadership_->is_leader(); }
 
   KvStore* kv_;
   uint64_t fs_id_;
@@ -155,11 +165,13 @@ class ClusterMap {
   std::map<uint32_t, proto::mds::TargetInfo> targets_;
   std::map<uint32_t, int64_t> rr_credit_;  // smooth weighted round robin state
   std::set<uint32_t> heard_;  // targets that registered or heartbeated since start
+  std::set<uint32_t> heard_while_down_;  // DOWN targets heard while this MDS did not lead
   uint32_t next_id_ = 1;
   uint64_t version_ = 1;
   uint64_t stored_version_ = 0;             // the version in the store as this MDS last saw it
   std::map<uint32_t, std::string> stored_;  // stored_part of each target, as in the store
   ChainTable chains_;
+  const Leadership* leadership_ = nullptr;
 };
 
 namespace detail {

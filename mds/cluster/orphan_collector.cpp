@@ -113,7 +113,7 @@ void OrphanCollector::loop() {
       lk.lock();
       continue;
     }
-    map_->mark_silent_down(ClusterMap::now_ms());
+    map_->check_liveness(ClusterMap::now_ms());
     if (peers_ != nullptr) {
       auto lost = peers_->lost_a_member();
       if (!lost.ok()) {

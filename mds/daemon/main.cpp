@@ -126,6 +126,7 @@ int run(const MdsConfig& cfg) {
   }
   // Who runs the work that must run once (cluster/leadership.h).
   Leadership* leadership = dd->leadership.get();
+  (*map)->set_leadership(leadership);
   register_mds_handlers(**server, **ns, **map, sessions, objects, &metrics, leadership);
   if (Status st = (*server)->start(); !st.ok()) return fail(st);
   leadership->begin((*server)->address());

@@ -269,7 +269,7 @@ TEST_F(ChainLayoutTest, AnOfflineMemberStaysOfflineAcrossAnMdsRestartUntilHeard)
   ASSERT_EQ(before.count(pb::MEMBER_OFFLINE), before.size());
   register_targets_ = false;
   reopen();
-  (void)map_->mark_silent_down(ClusterMap::now_ms());  // a pass of the collector loop
+  (void)map_->check_liveness(ClusterMap::now_ms());  // a pass of the collector loop
   EXPECT_EQ(states_of_3(), before) << "target 3 was taken back before it was heard from";
   pb::TargetHeartbeatRequest hb;
   hb.set_target_id(3);

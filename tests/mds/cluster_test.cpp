@@ -54,7 +54,7 @@ TEST_F(ClusterTest, HeartbeatFromUnknownTargetIsNotFound) {
 TEST_F(ClusterTest, SilentTargetGoesDownAndGetsNoLayouts) {
   const uint64_t v = map_->version();
   // Every target's last heartbeat is "now"; one hour later all are silent.
-  EXPECT_EQ(map_->mark_silent_down(ClusterMap::now_ms() + 3600 * 1000), 3);
+  EXPECT_EQ(map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000), 3);
   EXPECT_GT(map_->version(), v);
   EXPECT_FALSE(map_->live_address(1).has_value());
   EXPECT_EQ(code_of(create(kRoot, "f")), Code::kNoSpace);
@@ -67,6 +67,76 @@ TEST_F(ClusterTest, SilentTargetGoesDownAndGetsNoLayouts) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->layout().targets_size(), 1);
   EXPECT_EQ(f->layout().targets(0), 1u);
+}
+
+// Leadership as a test sets it.
+class SwitchedLeader : public Leadership {
+ public:
+  bool leading = true;
+  bool is_leader() const override { return leading; }
+  std::string leader() const override { return leading ? "tcp://self" : "tcp://other"; }
+  void begin(const std::string&) override {}
+  std::string self() const override { return "tcp://self"; }
+  Result<std::vector<std::string>> members() const override {
+    return std::vector<std::string>{"tcp://self", "tcp://other"};
+  }
+};
+
+// The map keeps a pointer to it: it outlives the map (TearDown drops the map).
+class LivenessTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    map_->set_leadership(&lead_);
+  }
+  SwitchedLeader lead_;
+};
+
+pb::TargetHeartbeatRequest beat(uint32_t id) {
+  pb::TargetHeartbeatRequest h;
+  h.set_target_id(id);
+  h.set_address("tcp://127.0.0.1:710" + std::to_string(id));
+  h.set_free_bytes(50ull << 30);
+  return h;
+}
+
+// A data server that reaches an MDS but not the leader must not flap
+// between DOWN (the leader) and UP (the other MDS).
+TEST_F(LivenessTest, ADownTargetHeardByAnotherMdsStaysDown) {
+  ASSERT_EQ(map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000), 3);
+  lead_.leading = false;
+  const uint64_t v = map_->version();
+  ASSERT_TRUE(map_->heartbeat(beat(1)).ok());
+  ASSERT_TRUE(map_->register_target(reg(2, "tcp://127.0.0.1:7102")).ok());
+  EXPECT_FALSE(map_->live_address(1).has_value()) << "a heartbeat to a follower raised target 1";
+  EXPECT_FALSE(map_->live_address(2).has_value()) << "registering with a follower raised target 2";
+  EXPECT_EQ(map_->version(), v);
+}
+
+TEST_F(LivenessTest, ALeaderRaisesTargetsHeardWhileItFollowed) {
+  ASSERT_EQ(map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000), 3);
+  lead_.leading = false;
+  ASSERT_TRUE(map_->heartbeat(beat(1)).ok());
+  ASSERT_TRUE(map_->register_target(reg(2, "tcp://127.0.0.1:7102")).ok());
+  lead_.leading = true;
+  EXPECT_EQ(map_->check_liveness(ClusterMap::now_ms()), 2);
+  EXPECT_TRUE(map_->live_address(1).has_value());
+  EXPECT_TRUE(map_->live_address(2).has_value());
+  EXPECT_FALSE(map_->live_address(3).has_value()) << "target 3 was not heard since it went down";
+}
+
+// Down on a failure report moments after its last heartbeat: the next
+// pass must not take it for alive on that old heartbeat.
+TEST_F(ClusterTest, APassDoesNotRaiseATargetNotHeardSinceItWentDown) {
+  ASSERT_EQ(map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000), 3);
+  EXPECT_EQ(map_->check_liveness(ClusterMap::now_ms()), 0);
+  EXPECT_FALSE(map_->live_address(1).has_value());
+}
+
+TEST_F(LivenessTest, ALeaderRaisesADownTargetOnItsHeartbeat) {
+  ASSERT_EQ(map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000), 3);
+  ASSERT_TRUE(map_->heartbeat(beat(1)).ok());
+  EXPECT_TRUE(map_->live_address(1).has_value());
 }
 
 TEST_F(ClusterTest, PlacementFollowsFreeSpace) {
@@ -212,7 +282,7 @@ TEST_F(OrphanTest, FailingTargetDefersCollection) {
 TEST_F(OrphanTest, DownTargetDefersCollection) {
   auto f = create(kRoot, "f");
   ASSERT_TRUE(unlink(kRoot, "f").ok());
-  map_->mark_silent_down(ClusterMap::now_ms() + 3600 * 1000);
+  map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000);
   EXPECT_EQ(collector()->collect_once()->deferred, 1u);
 }
 

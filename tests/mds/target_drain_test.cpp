@@ -55,7 +55,7 @@ TEST_F(TargetDrainTest, DrainSurvivesRestartAndReRegistration) {
 
 TEST_F(TargetDrainTest, SilentDrainedTargetIsDownThenDrainingAgain) {
   ASSERT_TRUE(map_->set_draining(1, true).ok());
-  map_->mark_silent_down(ClusterMap::now_ms() + 3600 * 1000);
+  map_->check_liveness(ClusterMap::now_ms() + 3600 * 1000);
   EXPECT_EQ(map_->snapshot().targets(0).state(), pb::TARGET_DOWN);
   pb::TargetHeartbeatRequest h;
   h.set_target_id(1);
