@@ -121,15 +121,28 @@ Status Namespace::rename_unsettled(const pb::RenameRequest& req) {
         if (!empty) return err::NotEmpty(what + ": target directory is not empty");
       }
     }
+    // The walk reads the ancestors one by one: another MDS's rename between
+    // two reads can show a loop that never existed at one instant. A loop
+    // is refused only once the batch's checks alone (it has no ops yet)
+    // commit: everything read was still so together.
+    bool loop = false;
     if (cross && s_dir) {
-      SURGE_ASSIGN_OR_RETURN(bool loop, is_ancestor(S->attr().ino(), newp, &b));
-      if (loop) return Status::InvalidArgument(what + ": would move a directory into itself");
-      SURGE_RETURN_IF_ERROR(check_access(cred, S->attr(), kMayWrite, "rename (updating '..')"));
+      SURGE_ASSIGN_OR_RETURN(loop, is_ancestor(S->attr().ino(), newp, &b));
+      if (!loop) {
+        SURGE_RETURN_IF_ERROR(check_access(cred, S->attr(), kMayWrite, "rename (updating '..')"));
+      }
     }
-    if (cross && exchange && t_dir) {
-      SURGE_ASSIGN_OR_RETURN(bool loop, is_ancestor(T->attr().ino(), oldp, &b));
-      if (loop) return Status::InvalidArgument(what + ": would move a directory into itself");
-      SURGE_RETURN_IF_ERROR(check_access(cred, T->attr(), kMayWrite, "rename (updating '..')"));
+    if (!loop && cross && exchange && t_dir) {
+      SURGE_ASSIGN_OR_RETURN(loop, is_ancestor(T->attr().ino(), oldp, &b));
+      if (!loop) {
+        SURGE_RETURN_IF_ERROR(check_access(cred, T->attr(), kMayWrite, "rename (updating '..')"));
+      }
+    }
+    if (loop) {
+      Status st = kv_->commit(b, false);
+      if (conflicted(st)) continue;
+      SURGE_RETURN_IF_ERROR(st.WithContext(what + ": confirming the ancestors read"));
+      return Status::InvalidArgument(what + ": would move a directory into itself");
     }
 
     const uint64_t now = now_ns();

@@ -7,9 +7,11 @@
 // done-op record of an op resent to the other. Runs on RocksDB and, as
 // mds_concurrency_etcd_test, on etcd.
 #include <barrier>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "tests/mds/mds_fixture.h"
 
@@ -318,6 +320,60 @@ TEST_F(SharedStoreTest, AnExchangeAndItsResendThroughTheOtherHappenOnce) {
     ASSERT_EQ(now_a->ino(), i % 2 == 0 ? b->ino() : a->ino())
         << "round " << i << ": the exchange happened twice or not at all";
   }
+}
+
+// The fixture's store, with one hook: the first read of one key runs
+// `between` before it reads (another MDS acting between two of this one's
+// reads).
+class InterposedKv : public KvStore {
+ public:
+  InterposedKv(KvStore* kv, Space space, std::string key, std::function<void()> between)
+      : kv_(kv), space_(space), key_(std::move(key)), between_(std::move(between)) {}
+  Result<std::optional<std::string>> get(Space s, std::string_view key) override {
+    if (between_ && s == space_ && key == key_) std::exchange(between_, nullptr)();
+    return kv_->get(s, key);
+  }
+  Status scan(Space s, std::string_view begin, std::string_view end, const ScanFn& fn) override {
+    return kv_->scan(s, begin, end, fn);
+  }
+  Status commit(const KvBatch& batch, bool durable) override { return kv_->commit(batch, durable); }
+  Status make_durable() override { return kv_->make_durable(); }
+  uint64_t estimate_keys(Space s) override { return kv_->estimate_keys(s); }
+  size_t max_batch_ops() const override { return kv_->max_batch_ops(); }
+  bool fired() const { return !between_; }
+
+ private:
+  KvStore* kv_;
+  Space space_;
+  std::string key_;
+  std::function<void()> between_;
+};
+
+// /a/n and /s; S moves into n. Its walk reads n (parent a), then a; before
+// it reads a, the other MDS moves n to the root and a into s. The walk now
+// sees n -> a -> s: a loop that never was. The rename must read again and
+// succeed, as it does on one MDS.
+TEST_F(SharedStoreTest, ARenameIsNotRefusedForALoopTheOtherMdsMadeBetweenItsReads) {
+  auto a = mkdir(kRoot, "a", 0777);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto n = mkdir(a->ino(), "n", 0777);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  auto s = mkdir(kRoot, "s", 0777);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto other = open_second();
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  Status moves;
+  InterposedKv kv(kv_.get(), Space::kInodes, keys::inode(a->ino()), [&] {
+    moves = (*other)->rename(rename_request(a->ino(), "n", kRoot, "n"));
+    if (moves.ok()) moves = (*other)->rename(rename_request(kRoot, "a", s->ino(), "a"));
+  });
+  auto walker = Namespace::Open(&kv, map_.get(), sessions_.get(), &objects_, ns_opts_);
+  ASSERT_TRUE(walker.ok()) << walker.status().ToString();
+  Status st = (*walker)->rename(rename_request(kRoot, "s", n->ino(), "s"));
+  ASSERT_TRUE(kv.fired()) << "the walk never read a's record: the test did not interpose";
+  ASSERT_TRUE(moves.ok()) << "the other MDS's renames: " << moves.ToString();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  expect_clean();
 }
 
 }  // namespace
