@@ -41,7 +41,7 @@ Status MdsRegistration::start() {
     target_id_ = static_cast<uint32_t>(id);
   }
   SURGE_ASSIGN_OR_RETURN(auto addresses, net::parse_address_list(options_.mds, "MDS address"));
-  for (auto& a : addresses) peers_.push_back({std::move(a), false});
+  for (auto& a : addresses) peers_.push_back({std::move(a), false, std::thread()});
   for (Peer& p : peers_) {
     Status st = register_once(p);
     if (!st.ok()) {
@@ -49,7 +49,7 @@ Status MdsRegistration::start() {
                 st.ToString());
     }
   }
-  thread_ = std::thread([this] { run(); });
+  for (Peer& p : peers_) p.thread = std::thread([this, &p] { run(p); });
   return Status::OK();
 }
 
@@ -59,7 +59,9 @@ void MdsRegistration::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (Peer& p : peers_) {
+    if (p.thread.joinable()) p.thread.join();
+  }
 }
 
 Status MdsRegistration::save_target_id(uint32_t id) {
@@ -82,6 +84,7 @@ Status MdsRegistration::save_target_id(uint32_t id) {
 
 Status MdsRegistration::register_once(Peer& peer) {
   const std::string& mds = peer.address;
+  std::lock_guard turn(register_mu_);
   SURGE_ASSIGN_OR_RETURN(auto ch, channels_.get(mds));
   SURGE_ASSIGN_OR_RETURN(StoreStats s, store_.statfs());
   pb::RegisterTargetRequest req;
@@ -111,7 +114,7 @@ Status MdsRegistration::register_once(Peer& peer) {
                                                        : 1000;
   peer.registered = true;
   SLOG_INFO("registered with the MDS at {} as target {} ({}), heartbeat every {} ms", mds,
-            target_id_.load(), options_.advertise, interval_ms_);
+            target_id_.load(), options_.advertise, interval_ms_.load());
   return Status::OK();
 }
 
@@ -154,17 +157,15 @@ void MdsRegistration::tend(Peer& peer) {
   }
 }
 
-void MdsRegistration::run() {
+void MdsRegistration::run(Peer& peer) {
   std::unique_lock lk(mu_);
   while (!stopping_) {
-    bool all_registered = true;
-    for (const Peer& p : peers_) all_registered = all_registered && p.registered;
-    const uint32_t wait_ms =
-        all_registered ? interval_ms_ : std::min(interval_ms_, options_.retry_ms);
+    const uint32_t interval = interval_ms_.load();
+    const uint32_t wait_ms = peer.registered ? interval : std::min(interval, options_.retry_ms);
     cv_.wait_for(lk, std::chrono::milliseconds(wait_ms), [&] { return stopping_; });
     if (stopping_) break;
     lk.unlock();
-    for (Peer& p : peers_) tend(p);
+    tend(peer);
     lk.lock();
   }
 }

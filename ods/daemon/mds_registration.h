@@ -10,7 +10,10 @@
 // heartbeats to each. With each MDS it registers again when that MDS
 // answers a heartbeat with NotFound, and after any lost connection (the MDS
 // may have restarted and forgotten us). The data server keeps serving
-// whatever the MDS do: this runs on its own thread and only logs failures.
+// whatever the MDS do: this runs on threads of its own, one per MDS (an MDS
+// host that drops packets delays nobody's heartbeats but its own), and only
+// logs failures. Registrations take turns, so the first id an MDS assigns
+// is the one the others are told.
 #pragma once
 
 #include <atomic>
@@ -58,9 +61,10 @@ class MdsRegistration {
  private:
   struct Peer {
     std::string address;
-    bool registered = false;  // thread only (and start(), before it)
+    bool registered = false;  // its thread only (and start(), before it)
+    std::thread thread;
   };
-  void run();
+  void run(Peer& peer);
   Status register_once(Peer& peer);
   Status heartbeat_once(Peer& peer);
   // One step with one MDS: register, or heartbeat and register again when
@@ -73,13 +77,13 @@ class MdsRegistration {
   ObjectStore& store_;
   std::function<uint64_t()> load_;
   net::ChannelPool channels_;
-  std::vector<Peer> peers_;
+  std::vector<Peer> peers_;  // fixed once start() returns
   std::atomic<uint32_t> target_id_{0};
-  uint32_t interval_ms_ = 1000;
+  std::atomic<uint32_t> interval_ms_{1000};
+  std::mutex register_mu_;  // one registration at a time: all get the same id
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::thread thread_;
 };
 
 }  // namespace surge::ods

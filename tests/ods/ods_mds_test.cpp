@@ -2,8 +2,13 @@
 // registration and the kept target id, a silent data server marked DOWN,
 // re-registration after an ODS restart and after an MDS restart (serving
 // clients all the while), and orphan collection removing the objects of
-// an unlinked file from the data server.
+// an unlinked file from the data server, and an MDS that never answers
+// delaying no heartbeats to the others.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -50,12 +55,14 @@ class OdsMdsTest : public ::testing::Test {
 
   // Starts surge-ods registered with the MDS; returns the target id it
   // printed and sets ods_address_.
-  uint32_t start_ods_with_mds() {
-    std::string line = ods_.start(build_dir() + "/ods/surge-ods",
-                                  {"--config", ods_config_, "--data-dir", dir_.path() + "/ods", "--listen",
-                                   listen_address(), "--mds", mds_address_, "--cluster-key-file", key_file_,
-                                   "--pool-1m-buffers", "8", "--max-io-bytes", "4194304"},
-                                  dir_.path() + "/ods.log");
+  // mds_list: every MDS it is told of (default: the one MDS).
+  uint32_t start_ods_with_mds(const std::string& mds_list = "") {
+    std::string line = ods_.start(
+        build_dir() + "/ods/surge-ods",
+        {"--config", ods_config_, "--data-dir", dir_.path() + "/ods", "--listen", listen_address(),
+         "--mds", mds_list.empty() ? mds_address_ : mds_list, "--cluster-key-file", key_file_,
+         "--pool-1m-buffers", "8", "--max-io-bytes", "4194304"},
+        dir_.path() + "/ods.log");
     ods_address_ = address_of(line);
     auto p = line.find(" target ");
     return p == std::string::npos ? 0 : static_cast<uint32_t>(std::stoul(line.substr(p + 8)));
@@ -82,8 +89,10 @@ class OdsMdsTest : public ::testing::Test {
     return false;
   }
 
-  std::string ods_log() {
-    std::ifstream in(dir_.path() + "/ods.log");
+  std::string ods_log() { return file_text(dir_.path() + "/ods.log"); }
+  std::string mds_log() { return file_text(dir_.path() + "/mds.log"); }
+  static std::string file_text(const std::string& path) {
+    std::ifstream in(path);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   }
 
@@ -202,6 +211,57 @@ TEST_F(OdsMdsTest, OrphanCollectionRemovesTheObjectsOfAnUnlinkedFile) {
   }
   EXPECT_TRUE(gone) << "object " << ino << " of the unlinked file is still on the data server after 30 s";
   EXPECT_TRUE(cl.stat(ino + 1000).ok());
+}
+
+}  // namespace
+}  // namespace surge::ods::testing
+
+namespace surge::ods::testing {
+namespace {
+
+// A TCP port that takes connections (into the kernel's queue) and never
+// answers: an MDS host that is there but drops everything.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::listen(fd_, 1) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("silent listener: socket setup failed");
+    }
+    address_ = "tcp://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  }
+  ~SilentListener() { ::close(fd_); }
+  const std::string& address() const { return address_; }
+
+ private:
+  int fd_ = -1;
+  std::string address_;
+};
+
+// Each call to the silent MDS waits out its 3 s timeout; the real MDS
+// (timeout 600 ms) must keep hearing heartbeats every 100 ms all the while.
+TEST_F(OdsMdsTest, AnMdsThatNeverAnswersDelaysNoHeartbeatsToTheOthers) {
+  SilentListener silent;
+  uint32_t id = start_ods_with_mds(mds_address_ + "," + silent.address());
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(wait_state(id, mpb::TARGET_UP));
+  // Registration at start tried the silent MDS once (3 s): settle first.
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(wait_state(id, mpb::TARGET_UP));
+  const size_t downs_before = count_of(mds_log(), "marked down");
+  std::this_thread::sleep_for(7s);  // two calls to the silent MDS time out
+  EXPECT_EQ(count_of(mds_log(), "marked down"), downs_before)
+      << "the real MDS stopped hearing heartbeats while the silent one was called:\n"
+      << mds_log();
+  auto t = target(id);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->state(), mpb::TARGET_UP);
+  EXPECT_GE(count_of(ods_log(), silent.address()), 1u) << "the silent MDS was never tried";
 }
 
 }  // namespace
