@@ -31,6 +31,19 @@ class LockTable {
       for (auto it = held_.rbegin(); it != held_.rend(); ++it) table_->stripes_[*it].unlock();
       held_.clear();
     }
+    // Runs fn with the stripes released and takes them again after (in
+    // stripe order): for a call to a data server, which must not hold up
+    // the other inodes of these stripes while it waits. What was read
+    // under the lock may change meanwhile: the caller's batch checks it.
+    template <typename Fn>
+    auto unlocked(Fn&& fn) -> decltype(fn()) {
+      std::vector<size_t> held = held_;
+      release();
+      auto result = fn();
+      for (size_t s : held) table_->stripes_[s].lock();
+      held_ = std::move(held);
+      return result;
+    }
 
    private:
     friend class LockTable;

@@ -413,7 +413,9 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
   }
   SURGE_RETURN_IF_ERROR(check_access(cred, a, mask, "open"));
   if ((flags & O_TRUNC) && S_ISREG(a.mode())) {
-    SURGE_RETURN_IF_ERROR(truncate_objects(a, 0));
+    // Objects first, with the inode unlocked; b checks the record as read,
+    // so a change meanwhile fails the commit and the caller tries again.
+    SURGE_RETURN_IF_ERROR(g.unlocked([&] { return truncate_objects(a, 0); }));
     const uint64_t now = now_ns();
     rec.mutable_attr()->set_size(0);
     // As a truncate by a process without CAP_FSETID (namespace_attrs.cpp).

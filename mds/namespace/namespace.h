@@ -134,9 +134,15 @@ class Namespace {
   // setstripe): locks its stripe, loads it into *rec as a check of a fresh
   // batch, lets `change` decide and add to the batch (an error is the
   // answer, nothing committed), puts *rec back and commits; reads and
-  // decides again when another writer changed it meanwhile.
+  // decides again when another writer changed it meanwhile. A `change`
+  // that calls data servers takes the lock too, to release it for the
+  // call (Guard::unlocked).
   Status change_inode(uint64_t ino, const char* what, records::InodeRecord* rec,
-                      const std::function<Status(KvBatch&)>& change);
+                      const std::function<Status(KvBatch&, LockTable::Guard&)>& change);
+  Status change_inode(uint64_t ino, const char* what, records::InodeRecord* rec,
+                      const std::function<Status(KvBatch&)>& change) {
+    return change_inode(ino, what, rec, [&](KvBatch& b, LockTable::Guard&) { return change(b); });
+  }
   Result<bool> dir_empty(uint64_t ino);
   Status delete_xattrs(KvBatch& b, uint64_t ino);
   Status commit_then_sync(KvBatch& b, LockTable::Guard& g);

@@ -155,13 +155,13 @@ Status Namespace::truncate_objects(const records::StoredAttr& a, uint64_t size) 
 }
 
 Status Namespace::change_inode(uint64_t ino, const char* what, records::InodeRecord* rec,
-                               const std::function<Status(KvBatch&)>& change) {
+                               const std::function<Status(KvBatch&, LockTable::Guard&)>& change) {
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     conflict_backoff(attempt);
     auto g = locks_.lock({ino});
     KvBatch b;
     SURGE_ASSIGN_OR_RETURN(*rec, load_existing(ino, what, &b));
-    SURGE_RETURN_IF_ERROR(change(b));
+    SURGE_RETURN_IF_ERROR(change(b, g));
     put_inode(b, *rec);
     Status st = commit_then_sync(b, g);
     if (!conflicted(st)) return st;
@@ -173,7 +173,7 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
   const auto& c = req.cred();
   const uint32_t v = req.valid();
   records::InodeRecord rec;
-  SURGE_RETURN_IF_ERROR(change_inode(req.ino(), "setattr", &rec, [&](KvBatch& b) -> Status {
+  auto change = [&](KvBatch& b, LockTable::Guard& g) -> Status {
     records::StoredAttr* a = rec.mutable_attr();
     const bool owner_or_root = is_owner_or_root(c, *a);
     const uint64_t now = now_ns();
@@ -227,7 +227,8 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
     }
     if (v & pb::SETATTR_SIZE) {
       // Objects first: if a data server fails, the size stays as it was.
-      SURGE_RETURN_IF_ERROR(truncate_objects(*a, req.size()));
+      // The inode is unlocked meanwhile; b checks the record as read.
+      SURGE_RETURN_IF_ERROR(g.unlocked([&] { return truncate_objects(*a, req.size()); }));
       a->set_size(req.size());
       a->set_mtime_ns(now);
     }
@@ -255,7 +256,8 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
     if (v & pb::SETATTR_MTIME_NOW) a->set_mtime_ns(now);
     a->set_ctime_ns((v & pb::SETATTR_CTIME) ? req.ctime_ns() : now);
     return Status::OK();
-  }));
+  };
+  SURGE_RETURN_IF_ERROR(change_inode(req.ino(), "setattr", &rec, change));
   to_wire(rec.attr(), out->mutable_attr());
   return Status::OK();
 }
@@ -384,7 +386,7 @@ Status Namespace::removexattr(const pb::RemoveXattrRequest& req) {
 
 Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply* out) {
   records::InodeRecord rec;
-  return change_inode(req.ino(), "setstripe", &rec, [&](KvBatch& b) -> Status {
+  auto change = [&](KvBatch& b, LockTable::Guard& g) -> Status {
     const std::string what = "setstripe on " + ino_str(req.ino());
     if (!is_owner_or_root(req.cred(), rec.attr())) {
       return Status::NotPermitted(what + ": only the owner or root may change a layout");
@@ -404,9 +406,10 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
       SURGE_ASSIGN_OR_RETURN(pb::Layout l, place(dir_default_of(req.layout()), req.ino()));
       // Objects or chunks of the old layout may exist (created empty by a truncate).
       if (rec.attr().has_layout()) {
-        SURGE_RETURN_IF_ERROR_CTX(
-            remove_file_data(to_wire(rec.attr().layout()), req.ino(), *map_, *objects_),
-            what + ": removing the old layout's data");
+        SURGE_RETURN_IF_ERROR_CTX(g.unlocked([&] {
+          return remove_file_data(to_wire(rec.attr().layout()), req.ino(), *map_, *objects_);
+        }),
+                                  what + ": removing the old layout's data");
       }
       *rec.mutable_attr()->mutable_layout() = to_stored(l);
       *out->mutable_layout() = l;
@@ -415,7 +418,8 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
     }
     rec.mutable_attr()->set_ctime_ns(now_ns());
     return Status::OK();
-  });
+  };
+  return change_inode(req.ino(), "setstripe", &rec, change);
 }
 
 Status Namespace::get_layout(const pb::GetLayoutRequest& req, pb::GetLayoutReply* out) {

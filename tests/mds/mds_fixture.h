@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -40,6 +41,7 @@ class FakeObjectTargets : public ObjectTargets {
  public:
   Status truncate(uint32_t target, const std::string& address, uint64_t object_id,
                   uint64_t size) override {
+    wait_before_truncate();
     std::lock_guard lk(mu);
     if (failing.count(target)) return Status::Unavailable("fake target " + address + " fails");
     truncates.emplace_back(target, object_id, size);
@@ -52,6 +54,7 @@ class FakeObjectTargets : public ObjectTargets {
     return Status::OK();
   }
   Status truncate_chunk(const ChunkAddress& a, uint64_t size) override {
+    wait_before_truncate();
     std::lock_guard lk(mu);
     if (failing.count(a.target_id)) return Status::Unavailable("fake target " + a.address + " fails");
     chunk_truncates.emplace_back(a, size);
@@ -68,7 +71,33 @@ class FakeObjectTargets : public ObjectTargets {
     if (dead_addresses.count(address)) return Status(Code::kConnectionRefused, "fake " + address + ": refused");
     return Status::OK();
   }
+  // A slow data server: while held, truncates wait (outside mu) until
+  // release_truncates().
+  void hold_truncates() {
+    std::lock_guard lk(mu);
+    held = true;
+  }
+  void release_truncates() {
+    {
+      std::lock_guard lk(mu);
+      held = false;
+    }
+    held_cv.notify_all();
+  }
+  size_t truncates_waiting() {
+    std::lock_guard lk(mu);
+    return waiting;
+  }
+  void wait_before_truncate() {
+    std::unique_lock lk(mu);
+    ++waiting;
+    held_cv.wait(lk, [&] { return !held; });
+    --waiting;
+  }
   std::mutex mu;
+  std::condition_variable held_cv;
+  bool held = false;
+  size_t waiting = 0;
   std::set<std::string> dead_addresses;  // probe() fails for these
   std::vector<std::pair<ChunkAddress, uint64_t>> chunk_truncates;
   std::vector<ChunkAddress> removed_chunks;
