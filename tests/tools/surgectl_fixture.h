@@ -29,10 +29,14 @@ class SurgectlTest : public ::testing::Test {
 
   // Runs surgectl with args; returns its exit status, output in *out.
   int surgectl(const std::string& args, std::string* out) {
+    return surgectl_at(cluster_->mds_address(), args, out);
+  }
+  // The same with --mds mds (one address or a list).
+  int surgectl_at(const std::string& mds, const std::string& args, std::string* out) {
     const char* b = std::getenv("SURGE_BUILD_DIR");
     if (b == nullptr) throw std::runtime_error("SURGE_BUILD_DIR is not set (run through ctest)");
     out->clear();
-    return sh(std::string(b) + "/tools/surgectl --mds " + cluster_->mds_address() + " --key-file " +
+    return sh(std::string(b) + "/tools/surgectl --mds " + mds + " --key-file " +
                   cluster_->key_file() + " " + args + " 2>&1",
               out);
   }

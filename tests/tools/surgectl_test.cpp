@@ -1,7 +1,11 @@
 // surgectl against a real cluster (1 MDS + 3 data servers on 127.0.0.1):
 // drain / undrain steer new layouts and survive an MDS restart; scrub
 // passes a clean cluster and names a corrupted object; unknown target ids
-// are clear errors.
+// are clear errors; an MDS list whose first MDS is down.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "tests/tools/surgectl_fixture.h"
@@ -11,6 +15,7 @@ namespace {
 
 using SurgectlDrain = SurgectlTest;
 using SurgectlScrub = SurgectlTest;
+using SurgectlMdsList = SurgectlTest;
 
 bool has(const std::string& out, const std::string& what) {
   return out.find(what) != std::string::npos;
@@ -110,6 +115,41 @@ TEST_F(SurgectlScrub, UnknownTargetIsAClearError) {
   std::string out;
   EXPECT_EQ(surgectl("scrub --target 99", &out), 1) << out;
   EXPECT_TRUE(has(out, "target 99 is not in the cluster map")) << out;
+}
+
+// A loopback port nothing listens on (bound, then closed): connections to
+// it are refused, as to an MDS host whose daemon is down.
+uint16_t refused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    throw std::runtime_error("refused_port: socket setup failed");
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST_F(SurgectlMdsList, TheFirstMdsThatAnswersServes) {
+  const std::string down = "tcp://127.0.0.1:" + std::to_string(refused_port());
+  const std::string list = down + "," + cluster_->mds_address();
+  std::string out;
+  ASSERT_EQ(surgectl_at(list, "status", &out), 0) << out;
+  EXPECT_TRUE(has(out, "mds " + cluster_->mds_address())) << out;
+  EXPECT_EQ(surgectl_at(list, "df", &out), 0) << out;
+  EXPECT_EQ(surgectl_at(list, "getstripe /", &out), 0) << out;
+}
+
+TEST_F(SurgectlMdsList, NoMdsAnsweringIsAnErrorNamingEach) {
+  const std::string a = "tcp://127.0.0.1:" + std::to_string(refused_port());
+  const std::string b = "tcp://127.0.0.1:" + std::to_string(refused_port());
+  std::string out;
+  EXPECT_EQ(surgectl_at(a + "," + b, "status", &out), 1) << out;
+  EXPECT_TRUE(has(out, a)) << out;
+  EXPECT_TRUE(has(out, b)) << out;
 }
 
 }  // namespace

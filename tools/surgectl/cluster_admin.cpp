@@ -3,27 +3,36 @@
 
 #include <cstdio>
 
+#include "net/address_list.h"
 #include "net/proto/mds_methods.h"
 
 namespace surge::tools {
 
 namespace pb = proto::mds;
 
-Result<ClusterAdmin> ClusterAdmin::Connect(const std::string& mds_address,
+Result<ClusterAdmin> ClusterAdmin::Connect(const std::string& mds_addresses,
                                            const std::string& cluster_key,
                                            std::chrono::milliseconds timeout) {
+  SURGE_ASSIGN_OR_RETURN(auto addresses, net::parse_address_list(mds_addresses, "MDS address"));
   net::ChannelOptions o;
   o.cluster_key = cluster_key;
   o.connect_timeout = timeout;
   o.call_timeout = timeout;
-  auto ch = net::RpcChannel::Connect(mds_address, o);
-  if (!ch.ok())
-    return Status(ch.status().code(),
-                  "connecting to the MDS at " + mds_address + ": " + ch.status().message());
-  ClusterAdmin a;
-  a.address_ = mds_address;
-  a.channel_ = *ch;
-  return a;
+  // Several MDS serve one file system from etcd: any that answers will do.
+  Status last;
+  std::string tried;
+  for (const std::string& address : addresses) {
+    auto ch = net::RpcChannel::Connect(address, o);
+    if (ch.ok()) {
+      ClusterAdmin a;
+      a.address_ = address;
+      a.channel_ = *ch;
+      return a;
+    }
+    last = ch.status();
+    tried += (tried.empty() ? "" : "; ") + address + ": " + ch.status().message();
+  }
+  return Status(last.code(), "connecting to the MDS at " + tried);
 }
 
 Result<pb::ClusterMap> ClusterAdmin::cluster_map() {

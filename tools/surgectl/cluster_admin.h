@@ -16,7 +16,8 @@ namespace surge::tools {
 
 class ClusterAdmin {
  public:
-  static Result<ClusterAdmin> Connect(const std::string& mds_address,
+  // mds_addresses: one, or several comma-separated (the first that answers).
+  static Result<ClusterAdmin> Connect(const std::string& mds_addresses,
                                       const std::string& cluster_key,
                                       std::chrono::milliseconds timeout);
 

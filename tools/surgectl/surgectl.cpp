@@ -331,7 +331,8 @@ int main(int argc, char** argv) {
   std::string mds = "tcp://127.0.0.1:7100", key_file = "/etc/surge/cluster.key";
   bool json = false;
   CLI::App app{"surgectl: Surge administration"};
-  app.add_option("--mds", mds, "MDS address");
+  app.add_option("--mds", mds,
+                 "MDS address; several comma-separated (MDS on etcd): the first that answers");
   app.add_option("--key-file", key_file, "cluster key file");
   app.add_flag("--json", json, "JSON output");
   app.require_subcommand(1);
