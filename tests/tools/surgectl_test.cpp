@@ -2,12 +2,9 @@
 // drain / undrain steer new layouts and survive an MDS restart; scrub
 // passes a clean cluster and names a corrupted object; unknown target ids
 // are clear errors; an MDS list whose first MDS is down.
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <fstream>
 
+#include "tests/common/loopback.h"  // free_port: nothing listens there
 #include "tests/tools/surgectl_fixture.h"
 
 namespace surge::test {
@@ -117,24 +114,8 @@ TEST_F(SurgectlScrub, UnknownTargetIsAClearError) {
   EXPECT_TRUE(has(out, "target 99 is not in the cluster map")) << out;
 }
 
-// A loopback port nothing listens on (bound, then closed): connections to
-// it are refused, as to an MDS host whose daemon is down.
-uint16_t refused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    throw std::runtime_error("refused_port: socket setup failed");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST_F(SurgectlMdsList, TheFirstMdsThatAnswersServes) {
-  const std::string down = "tcp://127.0.0.1:" + std::to_string(refused_port());
+  const std::string down = "tcp://127.0.0.1:" + std::to_string(free_port());
   const std::string list = down + "," + cluster_->mds_address();
   std::string out;
   ASSERT_EQ(surgectl_at(list, "status", &out), 0) << out;
@@ -144,8 +125,8 @@ TEST_F(SurgectlMdsList, TheFirstMdsThatAnswersServes) {
 }
 
 TEST_F(SurgectlMdsList, NoMdsAnsweringIsAnErrorNamingEach) {
-  const std::string a = "tcp://127.0.0.1:" + std::to_string(refused_port());
-  const std::string b = "tcp://127.0.0.1:" + std::to_string(refused_port());
+  const std::string a = "tcp://127.0.0.1:" + std::to_string(free_port());
+  const std::string b = "tcp://127.0.0.1:" + std::to_string(free_port());
   std::string out;
   EXPECT_EQ(surgectl_at(a + "," + b, "status", &out), 1) << out;
   EXPECT_TRUE(has(out, a)) << out;
