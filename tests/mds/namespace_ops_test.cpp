@@ -450,34 +450,44 @@ TEST_F(NsOps, TruncateCallsEveryTargetWithObjectSizes) {
   EXPECT_EQ(sizes[f->layout().targets(2)], 0u);
 }
 
-// A slow data server must not hold the inode's lock stripe: a chmod of
-// the same file finishes while the truncate waits on the data server; the
-// truncate then finds its record changed, truncates again and commits.
-TEST_F(NsOps, ATruncateWaitingOnADataServerHoldsNoInodeLock) {
+// A slow data server must not hold the inode's lock stripe: with the
+// fake data server holding truncates, `truncating` (run on its own thread)
+// reaches it, and a chmod of the same inode to 0600 must finish meanwhile.
+// Returns the truncating operation's result once the truncates are let go.
+class HeldTruncateTest : public NsOps {
+ protected:
+  template <typename Op>
+  auto chmod_while_held(uint64_t ino, Op truncating) -> decltype(truncating()) {
+    objects_.hold_truncates();
+    auto held = std::async(std::launch::async, truncating);
+    for (int i = 0; i < 500 && objects_.truncates_waiting() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GT(objects_.truncates_waiting(), 0u) << "the truncate never reached the data servers";
+    pb::SetAttrRequest m;
+    *m.mutable_cred() = root_cred();
+    m.set_ino(ino);
+    m.set_valid(pb::SETATTR_MODE);
+    m.set_mode(0600);
+    auto chmod = std::async(std::launch::async, [&] { return setattr(m); });
+    const bool chmod_done = chmod.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    objects_.release_truncates();
+    EXPECT_TRUE(chmod_done) << "a chmod waited for a truncate's data-server call";
+    EXPECT_TRUE(chmod.get().ok());
+    return held.get();
+  }
+};
+
+// The truncate then finds its record changed, truncates again and commits.
+TEST_F(HeldTruncateTest, ATruncateWaitingOnADataServerHoldsNoInodeLock) {
   auto f = create(kRoot, "f", 0644);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  objects_.hold_truncates();
   pb::SetAttrRequest t;
   *t.mutable_cred() = root_cred();
   t.set_ino(f->ino());
   t.set_valid(pb::SETATTR_SIZE);
   t.set_size(4096);
-  auto truncating = std::async(std::launch::async, [&] { return setattr(t); });
-  for (int i = 0; i < 500 && objects_.truncates_waiting() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_GT(objects_.truncates_waiting(), 0u) << "the truncate never reached the data servers";
-  pb::SetAttrRequest m;
-  *m.mutable_cred() = root_cred();
-  m.set_ino(f->ino());
-  m.set_valid(pb::SETATTR_MODE);
-  m.set_mode(0600);
-  auto chmod = std::async(std::launch::async, [&] { return setattr(m); });
-  const bool chmod_done = chmod.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-  objects_.release_truncates();
-  ASSERT_TRUE(chmod_done) << "a chmod waited for a truncate's data-server call";
-  ASSERT_TRUE(chmod.get().ok());
-  auto done = truncating.get();
+  auto done = chmod_while_held(f->ino(), [&] { return setattr(t); });
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   auto a = getattr(f->ino());
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -487,28 +497,12 @@ TEST_F(NsOps, ATruncateWaitingOnADataServerHoldsNoInodeLock) {
 
 // The same for open(O_TRUNC) of an existing file (through create, as
 // open(O_CREAT|O_TRUNC) does).
-TEST_F(NsOps, AnOpenWithTruncWaitingOnADataServerHoldsNoInodeLock) {
+TEST_F(HeldTruncateTest, AnOpenWithTruncWaitingOnADataServerHoldsNoInodeLock) {
   auto f = create(kRoot, "f", 0644);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  objects_.hold_truncates();
-  auto opening = std::async(std::launch::async, [&] {
+  auto opened = chmod_while_held(f->ino(), [&] {
     return create(kRoot, "f", 0644, root_cred(), false, 0, O_WRONLY | O_TRUNC);
   });
-  for (int i = 0; i < 500 && objects_.truncates_waiting() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_GT(objects_.truncates_waiting(), 0u) << "the open never reached the data servers";
-  pb::SetAttrRequest m;
-  *m.mutable_cred() = root_cred();
-  m.set_ino(f->ino());
-  m.set_valid(pb::SETATTR_MODE);
-  m.set_mode(0600);
-  auto chmod = std::async(std::launch::async, [&] { return setattr(m); });
-  const bool chmod_done = chmod.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-  objects_.release_truncates();
-  ASSERT_TRUE(chmod_done) << "a chmod waited for an open's truncate on the data servers";
-  ASSERT_TRUE(chmod.get().ok());
-  auto opened = opening.get();
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_EQ(opened->size(), 0u);
   EXPECT_EQ(opened->mode() & 07777, 0600u) << "the open's commit undid the chmod";
