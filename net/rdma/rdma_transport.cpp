@@ -742,12 +742,14 @@ class RdmaServerTransport final : public ServerTransport, public rdma::CmEventTa
 // on connections in the handshake) is asked again after a short, growing,
 // randomised pause (net/busy_retry.h, as the TCP client does) until the
 // connect deadline; then the error names the address, the limit and how
-// often it was refused. Any other failure is reported at once.
+// often it was refused (also when the last try, started with little time
+// left, timed out). Any other failure is reported at once.
 Result<std::unique_ptr<ClientTransport>> connect_rdma(const ClientTransportOptions& options,
                                                       std::shared_ptr<ClientCallTableBase> table) {
   SURGE_ASSIGN_OR_RETURN(RdmaEventLoop * loop, client_loop());
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options.connect_timeout;
+  Status refusal;  // the last Busy
   for (int n = 1;; ++n) {
     auto t = std::make_unique<RdmaClientTransport>(table, options.pool,
                                                    options.endpoint.to_string());
@@ -757,14 +759,14 @@ Result<std::unique_ptr<ClientTransport>> connect_rdma(const ClientTransportOptio
                                      deadline - std::chrono::steady_clock::now()));
     Status st = t->start(loop, o);
     if (st.ok()) return std::unique_ptr<ClientTransport>(std::move(t));
+    if (st.code() == Code::kTimedOut && n > 1) {
+      return busy_gave_up(refusal, n - 1, start, options.connect_timeout);
+    }
     if (st.code() != Code::kBusy) return st;
+    refusal = st;
     const auto pause = busy_retry_pause(n + 1);
     if (std::chrono::steady_clock::now() + pause >= deadline) {
-      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::steady_clock::now() - start);
-      return st.WithContext("refused " + std::to_string(n) + " times in " +
-                            std::to_string(spent.count()) + " ms (connect timeout " +
-                            std::to_string(options.connect_timeout.count()) + " ms)");
+      return busy_gave_up(refusal, n, start, options.connect_timeout);
     }
     std::this_thread::sleep_for(pause);
   }

@@ -383,17 +383,20 @@ Result<std::unique_ptr<ClientTransport>> connect_tcp(const ClientTransportOption
   if (ec || results.empty()) {
     return Status::Unavailable("cannot resolve " + peer + ": " + ec.message());
   }
+  Status refusal;  // the last GoAway(Unavailable)
   for (int n = 1;; ++n) {
     bool refused = false;
     auto t = connect_once(io, results, options, table, deadline, peer, &refused);
-    if (t.ok() || !refused) return t;
+    if (t.ok()) return t;
+    // A try after refusals that ran into the deadline: the refusals are why.
+    if (!refused && n > 1 && t.status().code() == Code::kTimedOut) {
+      return busy_gave_up(refusal, n - 1, start, options.connect_timeout);
+    }
+    if (!refused) return t;
+    refusal = t.status();
     const auto pause = busy_retry_pause(n + 1);
     if (std::chrono::steady_clock::now() + pause >= deadline) {
-      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::steady_clock::now() - start);
-      return t.status().WithContext("refused " + std::to_string(n) + " times in " +
-                                    std::to_string(spent.count()) + " ms (connect timeout " +
-                                    std::to_string(options.connect_timeout.count()) + " ms)");
+      return busy_gave_up(refusal, n, start, options.connect_timeout);
     }
     std::this_thread::sleep_for(pause);
   }

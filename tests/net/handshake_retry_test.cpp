@@ -58,11 +58,11 @@ class HandshakeRetryTest : public ::testing::TestWithParam<Daemon> {
     port_ = static_cast<uint16_t>(std::stoi(address_.substr(address_.rfind(':') + 1)));
   }
 
-  // Connects (the clients' 3 s connect timeout) and makes one call.
-  Status served() {
+  // Connects (by default the clients' 3 s connect timeout) and makes one call.
+  Status served(std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(3000)) {
     ChannelOptions o;
     o.cluster_key = key_;
-    o.connect_timeout = std::chrono::milliseconds(3000);
+    o.connect_timeout = connect_timeout;
     o.call_timeout = std::chrono::milliseconds(10000);
     SURGE_ASSIGN_OR_RETURN(auto ch, RpcChannel::Connect(address_, o));
     if (GetParam() == Daemon::kMds) {
@@ -118,6 +118,20 @@ TEST_P(HandshakeRetryTest, ARefusedClientRetriesUntilASlotComesBack) {
   EXPECT_TRUE(was_refused) << "the daemon never refused the client: the test proves nothing";
   EXPECT_FALSE(gave_up_early) << st.ToString();
   EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST_P(HandshakeRetryTest, RefusedUntilTheDeadlineFailsSayingSo) {
+  start(/*per_address=*/1);
+  RawPeer holder("127.0.0.1", port_);
+  ASSERT_TRUE(holder.ok());
+  // However the deadline falls (between tries, or during the last one),
+  // the refusals are the reason given, with the address.
+  for (int i = 0; i < 5; ++i) {
+    Status st = served(std::chrono::milliseconds(300));
+    EXPECT_EQ(st.code(), Code::kUnavailable) << st.ToString();
+    EXPECT_NE(st.ToString().find(address_), std::string::npos) << st.ToString();
+    EXPECT_NE(st.ToString().find("refused"), std::string::npos) << st.ToString();
+  }
 }
 
 TEST_P(HandshakeRetryTest, ManyConnectionsFromOneAddressAtOnceAreAllServed) {

@@ -225,8 +225,12 @@ class RawPeer {
     FrameHeader h;
     h.type = FrameType::kProof;
     h.body_length = kProofSize;
-    SURGE_RETURN_IF_ERROR(send_frame(h, {reinterpret_cast<const char*>(p.data()), p.size()}));
-    SURGE_ASSIGN_OR_RETURN(Frame w, read_frame(10s));
+    // A refusing server closes right after its GoAway, which can beat the
+    // ACK of our proof: a failed send still reads what came back.
+    Status sent = send_frame(h, {reinterpret_cast<const char*>(p.data()), p.size()});
+    Result<Frame> got = read_frame(10s);
+    if (!got.ok()) return sent.ok() ? got.status() : sent;
+    const Frame& w = *got;
     if (w.h.type == FrameType::kGoAway) return Status(static_cast<Code>(w.h.status), w.body);
     if (w.h.type != FrameType::kWelcome) return Status::ProtocolError("no welcome");
     return Status::OK();
@@ -298,11 +302,11 @@ class RawPeer {
   // Drains the CQ and the rdma_cm channel once. False once the connection
   // is gone (disconnect event, or a failed work request).
   bool poll_once() {
-    if (closed_) return false;
     // The disconnect event first, then the CQ: what the server sent before
-    // it disconnected (a GoAway) is already there and still gets read.
+    // it disconnected (a GoAway) is already there and still gets read, and
+    // so is a completion that comes in after the disconnect was seen.
     pollfd p{ch_->fd, POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0) {
+    if (!closed_ && ::poll(&p, 1, 0) > 0) {
       rdma_cm_event* ev = nullptr;
       if (rdma_get_cm_event(ch_, &ev) == 0) {
         if (ev->event == RDMA_CM_EVENT_DISCONNECTED) closed_ = true;
