@@ -61,7 +61,9 @@ class MetadataRequests : public ::testing::Test {
     cluster_ = c->release();
     // Long timeouts: no attribute expires during a loop on a slow machine,
     // so every getattr counted is one the daemon chose to send.
-    auto m = cluster_->mount("mnt", "attr_timeout=600,entry_timeout=600");
+    fuse_port_ = free_port();
+    auto m = cluster_->mount("mnt", "attr_timeout=600,entry_timeout=600,metrics_listen=127.0.0.1:" +
+                                        std::to_string(fuse_port_));
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     mnt_ = *m;
   }
@@ -74,17 +76,26 @@ class MetadataRequests : public ::testing::Test {
     dir_ = mnt_ + "/" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
     ASSERT_EQ(::mkdir(dir_.c_str(), 0755), 0) << dir_ << ": " << std::strerror(errno);
   }
-  // surge_mds_requests_total by method, now.
-  static std::map<std::string, long> requests() {
-    std::string text = scrape(port_);
+  // counter{label="..."} by label value, now, from the page at port.
+  static std::map<std::string, long> counts(int port, const std::string& counter,
+                                            const std::string& label) {
+    std::string text = scrape(port);
     std::map<std::string, long> out;
-    std::regex re(R"re(surge_mds_requests_total\{method="(\w+)"\} (\d+))re");
+    std::regex re(counter + "\\{" + label + R"re(="(\w+)"\} (\d+))re");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
          ++it) {
       out[(*it)[1].str()] = std::stol((*it)[2].str());
     }
-    EXPECT_FALSE(out.empty()) << "no surge_mds_requests_total on port " << port_ << ": " << text;
+    EXPECT_FALSE(out.empty()) << "no " << counter << " on port " << port << ": " << text;
     return out;
+  }
+  // surge_mds_requests_total by method, now.
+  static std::map<std::string, long> requests() {
+    return counts(port_, "surge_mds_requests_total", "method");
+  }
+  // The mount's surge_fuse_requests_total by FUSE op, now.
+  static std::map<std::string, long> fuse_requests() {
+    return counts(fuse_port_, "surge_fuse_requests_total", "op");
   }
   static long delta(const std::map<std::string, long>& a, const std::map<std::string, long>& b,
                     const std::string& method) {
@@ -102,11 +113,13 @@ class MetadataRequests : public ::testing::Test {
   static LocalCluster* cluster_;
   static std::string mnt_;
   static int port_;
+  static int fuse_port_;
   std::string dir_;
 };
 LocalCluster* MetadataRequests::cluster_ = nullptr;
 std::string MetadataRequests::mnt_;
 int MetadataRequests::port_ = 0;
+int MetadataRequests::fuse_port_ = 0;
 
 TEST_F(MetadataRequests, CreatesInADirectoryDoNotGetattrIt) {
   auto before = requests();
@@ -247,6 +260,40 @@ TEST_F(MetadataRequests, ASystemXattrIsRefusedWithoutAskingTheMds) {
   char v[8] = {};
   EXPECT_EQ(::getxattr(p.c_str(), "user.k", v, sizeof v), 1);
   EXPECT_EQ(v[0], 'v');
+}
+
+// A read-only handle has nothing to flush: its close costs the mount no
+// FLUSH request (FOPEN_NOFLUSH), only the RELEASE.
+TEST_F(MetadataRequests, AReadOnlyCloseSendsNoFlush) {
+  for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
+  auto before = fuse_requests();
+  for (int i = 0; i < kN; ++i) {
+    const std::string p = dir_ + "/f" + std::to_string(i);
+    int fd = ::open(p.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0) << p << ": " << std::strerror(errno);
+    char c;
+    EXPECT_EQ(::read(fd, &c, 1), 0) << p;
+    ASSERT_EQ(::close(fd), 0) << p;
+  }
+  auto after = fuse_requests();
+  ASSERT_EQ(delta(before, after, "open"), kN) << "the opens were not counted";
+  EXPECT_EQ(delta(before, after, "flush"), 0);
+}
+
+// A writable handle's close still flushes: that is where an error of a
+// write that went behind is reported to close().
+TEST_F(MetadataRequests, AWritableCloseStillFlushes) {
+  for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
+  auto before = fuse_requests();
+  for (int i = 0; i < kN; ++i) {
+    const std::string p = dir_ + "/f" + std::to_string(i);
+    int fd = ::open(p.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0) << p << ": " << std::strerror(errno);
+    ASSERT_EQ(::write(fd, "x", 1), 1) << p;
+    ASSERT_EQ(::close(fd), 0) << p;
+  }
+  auto after = fuse_requests();
+  EXPECT_EQ(delta(before, after, "flush"), kN);
 }
 
 }  // namespace
