@@ -9,19 +9,21 @@
 // surge-fuse gives the kernel those (Client::recent_dir_attr), so cp -a,
 // tar -x and rm -rf no longer pay an MDS getattr per entry; and what it
 // gives is the directory as the MDS left it (mtime, nlink).
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "tests/client/local_cluster.h"
 
@@ -96,6 +98,31 @@ class MetadataRequests : public ::testing::Test {
   // The mount's surge_fuse_requests_total by FUSE op, now.
   static std::map<std::string, long> fuse_requests() {
     return counts(fuse_port_, "surge_fuse_requests_total", "op");
+  }
+  // fuse_requests() once `op` counts `want` more than in `before` (or after
+  // 10 s): surge-fuse counts a request just after replying to it, so the
+  // syscall it answered can return before the count moves.
+  static std::map<std::string, long> fuse_requests_once(const std::map<std::string, long>& before,
+                                                        const std::string& op, long want) {
+    auto now = fuse_requests();
+    for (int i = 0; i < 1000 && delta(before, now, op) < want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      now = fuse_requests();
+    }
+    return now;
+  }
+  // fuse_requests() once two reads 100 ms apart agree (or after 10 s): the
+  // releases of earlier closes, which the kernel sends after close(2) has
+  // returned, counted before a measurement starts.
+  static std::map<std::string, long> settled_fuse_requests() {
+    auto last = fuse_requests();
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto now = fuse_requests();
+      if (now == last) break;
+      last = std::move(now);
+    }
+    return last;
   }
   static long delta(const std::map<std::string, long>& a, const std::map<std::string, long>& b,
                     const std::string& method) {
@@ -266,7 +293,7 @@ TEST_F(MetadataRequests, ASystemXattrIsRefusedWithoutAskingTheMds) {
 // FLUSH request (FOPEN_NOFLUSH), only the RELEASE.
 TEST_F(MetadataRequests, AReadOnlyCloseSendsNoFlush) {
   for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
-  auto before = fuse_requests();
+  auto before = settled_fuse_requests();
   for (int i = 0; i < kN; ++i) {
     const std::string p = dir_ + "/f" + std::to_string(i);
     int fd = ::open(p.c_str(), O_RDONLY);
@@ -275,8 +302,11 @@ TEST_F(MetadataRequests, AReadOnlyCloseSendsNoFlush) {
     EXPECT_EQ(::read(fd, &c, 1), 0) << p;
     ASSERT_EQ(::close(fd), 0) << p;
   }
-  auto after = fuse_requests();
+  // Releases come after any flush of the same close: once they are all
+  // counted, so would a flush be.
+  auto after = fuse_requests_once(before, "release", kN);
   ASSERT_EQ(delta(before, after, "open"), kN) << "the opens were not counted";
+  ASSERT_EQ(delta(before, after, "release"), kN) << "the closes were not counted";
   EXPECT_EQ(delta(before, after, "flush"), 0);
 }
 
@@ -284,7 +314,7 @@ TEST_F(MetadataRequests, AReadOnlyCloseSendsNoFlush) {
 // write that went behind is reported to close().
 TEST_F(MetadataRequests, AWritableCloseStillFlushes) {
   for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
-  auto before = fuse_requests();
+  auto before = settled_fuse_requests();
   for (int i = 0; i < kN; ++i) {
     const std::string p = dir_ + "/f" + std::to_string(i);
     int fd = ::open(p.c_str(), O_WRONLY);
@@ -292,7 +322,7 @@ TEST_F(MetadataRequests, AWritableCloseStillFlushes) {
     ASSERT_EQ(::write(fd, "x", 1), 1) << p;
     ASSERT_EQ(::close(fd), 0) << p;
   }
-  auto after = fuse_requests();
+  auto after = fuse_requests_once(before, "flush", kN);
   EXPECT_EQ(delta(before, after, "flush"), kN);
 }
 
