@@ -97,17 +97,17 @@ Status ChainForwarder::unreachable(uint32_t to, uint32_t chain_id, uint64_t chai
                                        : "; and the MDS cannot be told: " + rep.ToString()));
 }
 
-Status ChainForwarder::call_forward(const ChainPlace& place, const ChunkKey& key,
-                                    const ChunkUpdate& u) {
+Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlace& place,
+                                                                 const ChunkKey& key,
+                                                                 const ChunkUpdate& u) {
   if (place.successor_address.empty()) {
     return unreachable(place.successor, place.chain_id, place.version,
                        Status::Unavailable("no address for target " +
                                            std::to_string(place.successor) + " in the map"));
   }
   const uint32_t hop = place.position + 1;
-  net::ChannelPool& channels =
-      *channels_[options_.lanes.channel_of_lane(options_.lanes.of_hop(hop))];
-  auto ch = channels.get(place.successor_address);
+  const size_t lane_channel = options_.lanes.channel_of_lane(options_.lanes.of_hop(hop));
+  auto ch = channels_[lane_channel]->get(place.successor_address);
   if (!ch.ok()) {
     return unreachable(place.successor, place.chain_id, place.version,
                        ch.status().WithContext("connecting to " + place.successor_address));
@@ -135,19 +135,37 @@ Status ChainForwarder::call_forward(const ChainPlace& place, const ChunkKey& key
     req.set_fallocate_mode(u.fallocate_mode);
     req.set_keep_size(u.keep_size);
   }
+  SentForward sent;
+  sent.call = net::call_async<pb::OdsChainForward>(**ch, req, bulk);
+  sent.channel = std::move(*ch);
+  sent.lane_channel = lane_channel;
+  sent.place = place;
+  sent.key = key;
+  return sent;
+}
+
+Status ChainForwarder::finish_forward(SentForward& sent) {
   pb::ChainForwardReply resp;
-  Status st = (*ch)->call<pb::OdsChainForward>(req, &resp, bulk);
+  Status st = net::finish_call<pb::OdsChainForward>(sent.call, &resp);
+  const ChainPlace& place = sent.place;
   if (peer_unreachable(st)) {
-    if (!(*ch)->connected()) channels.drop(place.successor_address);
-    return unreachable(place.successor, place.chain_id, place.version,
-                       st.WithContext("forwarding " + where(place.successor, place.chain_id, key)));
+    if (!sent.channel->connected()) channels_[sent.lane_channel]->drop(place.successor_address);
+    return unreachable(
+        place.successor, place.chain_id, place.version,
+        st.WithContext("forwarding " + where(place.successor, place.chain_id, sent.key)));
   }
   if (st.code() == Code::kStaleChain) {
     (void)view_.refresh();
-    return Status::StaleChain("forwarding " + where(place.successor, place.chain_id, key) + ": " +
-                              st.message());
+    return Status::StaleChain("forwarding " + where(place.successor, place.chain_id, sent.key) +
+                              ": " + st.message());
   }
   return st;
+}
+
+Status ChainForwarder::call_forward(const ChainPlace& place, const ChunkKey& key,
+                                    const ChunkUpdate& u) {
+  SURGE_ASSIGN_OR_RETURN(SentForward sent, send_forward(place, key, u));
+  return finish_forward(sent);
 }
 
 Status ChainForwarder::forward(const ChainPlace& place, const ChunkKey& key,

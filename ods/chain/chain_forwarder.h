@@ -10,7 +10,8 @@
 // sender retries on the new chain), Unavailable naming it when the MDS
 // kept it. StaleChain from the successor (it holds a newer map) makes us
 // fetch the map and answer StaleChain too. The caller holds the chunk's
-// update order (UpdateOrder) throughout.
+// update order (UpdateOrder) throughout forward(), and while it calls
+// send_forward().
 #pragma once
 
 #include <chrono>
@@ -62,6 +63,24 @@ class ChainForwarder {
   // ChunkVersionGap sends the chunk whole (rec, as stored here) and u again.
   Status forward(const ChainPlace& place, const ChunkKey& key, const ChunkRecord& rec,
                  const ChunkUpdate& u);
+
+  // forward() in two halves, for a head that lets the chunk's update order
+  // go while the successor works (ChainedChunks::write): send_forward puts
+  // u on the lane connection (so a chunk's updates leave in the order they
+  // were sent); finish_forward waits for the reply and judges it as
+  // forward does, without the whole-chunk send on ChunkVersionGap (the
+  // caller recovers under the update order). u's bytes must stay put
+  // until finish_forward returned: the successor may pull them late.
+  struct SentForward {
+    net::PendingCall call;
+    std::shared_ptr<net::RpcChannel> channel;
+    size_t lane_channel = 0;
+    ChainPlace place;
+    ChunkKey key;
+  };
+  Result<SentForward> send_forward(const ChainPlace& place, const ChunkKey& key,
+                                   const ChunkUpdate& u);
+  Status finish_forward(SentForward& sent);
 
   // Brings key to `to` (at address) whole, as stored here under rec, in
   // OdsResyncChunk pieces; rec == nullopt: removes it there.

@@ -17,6 +17,11 @@ namespace {
 namespace pb = proto::ods;
 
 constexpr size_t kReadPieceBytes = 256 << 10;
+// How long a forwarded update that came before its turn waits for the
+// update it follows (wait_for_turn): a pipelining head sends a chunk's
+// updates back to back and different lane threads take them, so one can
+// be a moment early; past this the gap is real and the chunk comes whole.
+constexpr auto kTurnWait = std::chrono::milliseconds(500);
 
 ChunkKey key_of(const pb::ChunkRef& ref) { return {ref.ino(), ref.slot(), ref.position()}; }
 
@@ -94,6 +99,36 @@ Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t l
   return Status::OK();
 }
 
+Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t at, uint64_t len,
+                                               uint32_t piece_bytes, std::span<const uint32_t> crcs,
+                                               std::byte* dst, const std::string& what) {
+  std::vector<PulledPiece> pieces;
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t plen = piece_bytes ? pb::piece_length(at + done, len - done, piece_bytes) : len;
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, done, {dst + done, plen}),
+                              "pulling " + what + " from " + ctx.peer());
+    iovec seg{dst + done, plen};
+    PulledPiece p{done, plen, checksum_payload({&seg, 1}, at + done)};
+    if (pieces.size() >= crcs.size() || p.sums.payload != crcs[pieces.size()]) {
+      return Status::Corruption(what + ": payload checksum mismatch in [" +
+                                std::to_string(at + done) + ", +" + std::to_string(plen) + ")");
+    }
+    pieces.push_back(std::move(p));
+    done += plen;
+  }
+  return pieces;
+}
+
+Status store_pulled(ObjectStore& store, uint64_t id, uint64_t at, std::byte* src,
+                    const std::vector<PulledPiece>& pieces, const std::string& what) {
+  for (const PulledPiece& p : pieces) {
+    iovec seg{src + p.done, p.length};
+    auto stored = store.write(id, at + p.done, {&seg, 1}, false, &p.sums);
+    if (!stored.ok()) return stored.status().WithContext(what);
+  }
+  return Status::OK();
+}
+
 ChainedChunks::ChainedChunks(ChunkStore& chunks, ChainView& view, ChainForwarder& forwarder)
     : chunks_(chunks),
       view_(view),
@@ -124,7 +159,9 @@ ChunkRecord ChainedChunks::begin_life(ChunkRecord rec) const {
 Status ChainedChunks::commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync) {
   if (rec.version == v && rec.committed_version != v) {
     rec.committed_version = v;
-    return chunks_.index().put(key, rec, sync);
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, sync));
+    waits_.changed();
+    return Status::OK();
   }
   if (sync) return chunks_.sync(key, rec);
   return Status::OK();
@@ -163,6 +200,9 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
       check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), cap, what));
   if (req.piece_bytes() == 0 && req.piece_crc32c_size() != 0) {
     return Status::InvalidArgument(what + ": piece CRCs without a piece size");
+  }
+  if (!req.sync() && len <= cap - off % cap) {
+    return write_one_unit(ctx, req, place, buf, resp, what);
   }
   const ChunkKey key = key_of(req.ref());
   PausePoint pause("write_before_order");
@@ -211,6 +251,137 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
   resp.set_object_size(size);
   resp.set_chunk_version(rec.version);
   return Status::OK();
+}
+
+Status ChainedChunks::write_one_unit(net::RpcContext& ctx, const pb::WriteRequest& req,
+                                     const ChainPlace& place, net::PoolBuffer& buf,
+                                     pb::WriteReply& resp, const std::string& what) {
+  const uint64_t off = req.offset(), len = req.length();
+  const uint32_t pbytes = req.piece_bytes();
+  const std::vector<uint32_t> whole_crc{req.crc32c()};
+  const std::span<const uint32_t> crcs =
+      pbytes ? std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size())
+             : std::span<const uint32_t>(whole_crc);
+  const ChunkKey key = key_of(req.ref());
+  PausePoint pause("write_before_order");
+  // Pulled and checked before the update order: over TCP a connection's
+  // next request is read only once this one's bytes are in, so pulling
+  // under the order would hold every request behind it on the connection
+  // (other chunks' too) until this chunk's earlier updates are through.
+  SURGE_ASSIGN_OR_RETURN(auto pieces, pull_verified(ctx, off, len, pbytes, crcs, buf.data(), what));
+  uint64_t v = 0, object_id = 0;
+  ChainForwarder::SentForward sent;
+  {
+    auto order = order_.lock(key);
+    SURGE_RETURN_IF_ERROR(still_current(place, what));
+    SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+    ChunkRecord rec = begin_life(*found);
+    v = rec.version + 1;
+    rec.version = v;
+    if (place.successor == 0) rec.committed_version = v;
+    object_id = rec.object_id;
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+    SURGE_RETURN_IF_ERROR(
+        store_pulled(chunks_.objects(), object_id, off, buf.data(), pieces, what));
+    if (place.successor == 0) {
+      SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+      resp.set_object_size(size);
+      resp.set_chunk_version(v);
+      return Status::OK();
+    }
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_WRITE;
+    u.version = v;
+    u.offset = off;
+    u.data = {buf.data(), len};
+    u.piece_bytes = pbytes ? pbytes : static_cast<uint32_t>(pb::kMaxPieceBytes);
+    u.piece_crcs = pbytes ? std::vector<uint32_t>(crcs.begin(), crcs.end())
+                          : piece_crcs_of(u.data, off, u.piece_bytes);
+    // On the lane connection before the order goes: the chunk's updates
+    // leave in version order. buf stays ours until the reply.
+    SURGE_ASSIGN_OR_RETURN(sent, forwarder_.send_forward(place, key, u));
+  }
+  Status st = forwarder_.finish_forward(sent);
+  if (st.code() == Code::kChunkVersionGap) st = recover_gap(place, key, v, what);
+  SURGE_RETURN_IF_ERROR(st);
+  return commit_through(key, req.ref(), v, object_id, resp);
+}
+
+Status ChainedChunks::commit_through(const ChunkKey& key, const pb::ChunkRef& ref, uint64_t v,
+                                     uint64_t object_id, pb::WriteReply& resp) {
+  auto order = order_.lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, ref, false));
+  uint64_t size = 0;
+  if (found && found->object_id == object_id) {
+    ChunkRecord rec = *found;
+    if (rec.committed_version < v && v <= rec.version) {
+      rec.committed_version = v;
+      SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+      waits_.changed();
+    }
+    SURGE_ASSIGN_OR_RETURN(size, chunks_.size(rec));
+  }
+  resp.set_object_size(size);
+  resp.set_chunk_version(v);
+  return Status::OK();
+}
+
+Status ChainedChunks::recover_gap(const ChainPlace& place, const ChunkKey& key, uint64_t v,
+                                  const std::string& what) {
+  SLOG_INFO("{}: successor target {} missed versions before {}; bringing it whole", what,
+            place.successor, v);
+  auto order = order_.lock(key);
+  SURGE_RETURN_IF_ERROR(still_current(place, what));
+  SURGE_ASSIGN_OR_RETURN(auto found, chunks_.find(key, place.chain_id, false));
+  // Removed meanwhile (the remove went down the chain after us), or a later
+  // update's recovery already brought the successor past v.
+  if (!found || found->chain_id != place.chain_id || found->committed_version >= v) {
+    return Status::OK();
+  }
+  return forward_noop(place, key, *found, what);
+}
+
+Status ChainedChunks::forward_noop(const ChainPlace& place, const ChunkKey& key, ChunkRecord rec,
+                                   const std::string& what) {
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+  const uint64_t v = rec.version + 1;
+  rec.version = v;
+  if (place.successor == 0) rec.committed_version = v;
+  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, size), what);
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_TRUNCATE;
+    u.version = v;
+    u.size = size;
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  }
+  return commit(key, rec, v, false);
+}
+
+void ChainedChunks::wait_for_turn(const ChunkKey& key, const pb::ChunkRef& ref, uint64_t v,
+                                  const ChainPlace& place) {
+  const auto deadline = VersionWaits::Clock::now() + kTurnWait;
+  for (;;) {
+    uint64_t seen = 0;
+    {
+      auto order = order_.lock(key);
+      auto found = record(key, ref, false);
+      if (!found.ok()) return;  // the update itself reports it
+      const ChunkRecord rec = found->value_or(ChunkRecord{});
+      if (rec.incomplete) return;
+      // v - 1 not here yet: the life's first update for a chunk we do not
+      // hold, else the update before v of the life we hold.
+      const bool early = rec.version == 0
+                             ? !first_of_life(v)
+                             : life_of(v) == life_of(rec.version) && v > rec.version + 1;
+      // Older than what we hold and not known stored further down yet.
+      const bool unsettled = place.successor != 0 && v < rec.version && v > rec.committed_version;
+      if (!early && !unsettled) return;
+      seen = waits_.generation();
+    }
+    if (!waits_.wait_past(seen, deadline)) return;
+  }
 }
 
 Status ChainedChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req,
@@ -424,21 +595,7 @@ Result<bool> ChainedChunks::roll_forward(const ChainPlace& place, const ChunkKey
   if (!found || found->chain_id != place.chain_id || !found->dirty() || found->incomplete) {
     return false;
   }
-  ChunkRecord rec = *found;
-  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
-  const uint64_t v = rec.version + 1;
-  rec.version = v;
-  if (place.successor == 0) rec.committed_version = v;
-  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
-  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, size), what);
-  if (place.successor != 0) {
-    ChunkUpdate u;
-    u.kind = pb::UPDATE_TRUNCATE;
-    u.version = v;
-    u.size = size;
-    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
-  }
-  SURGE_RETURN_IF_ERROR(commit(key, rec, v, false));
+  SURGE_RETURN_IF_ERROR(forward_noop(place, key, *found, what));
   return true;
 }
 
@@ -448,6 +605,9 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
   const std::string what = "forwarded update " + std::to_string(req.update_version()) + " of " +
                            name_of(req.ref()) + " from " + ctx.peer();
   const ChunkKey key = key_of(req.ref());
+  if (req.update_version() != 0 && req.kind() != pb::UPDATE_REMOVE) {
+    wait_for_turn(key, req.ref(), req.update_version(), place);
+  }
   auto order = order_.lock(key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   if (req.kind() == pb::UPDATE_REMOVE) {
@@ -510,6 +670,15 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
     return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
                                    " holds version " + std::to_string(rec.version));
   }
+  if (place.successor != 0 && v < rec.version && v > rec.committed_version) {
+    // Applied here, but the member after us may not hold it yet (it came
+    // after a whole-chunk send that is still going on down the chain):
+    // answering OK would let the head acknowledge it too early.
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
+                               " holds version " + std::to_string(rec.version) + ", committed " +
+                               std::to_string(rec.committed_version) +
+                               ": not yet known stored further down the chain; retry");
+  }
   if (v < rec.version || (v == rec.version && !rec.dirty())) {
     return Status::OK();  // applied and committed before: a resend
   }
@@ -534,6 +703,7 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
                                                             req.length(), op, req.keep_size()),
                                 what);
     }
+    waits_.changed();
   } else if (write && req.length() > 0 && place.successor != 0) {
     // Applied but not committed: the bytes go on again, not stored again.
     for (uint64_t done = 0; done < req.length();) {
@@ -659,6 +829,7 @@ Status ChainedChunks::resync(net::RpcContext& ctx, const pb::ResyncChunkRequest&
     rec.incomplete = false;
     SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
     SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, true));
+    waits_.changed();
   }
   return Status::OK();
 }

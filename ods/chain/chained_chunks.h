@@ -10,11 +10,23 @@
 //   the successor; the reply waits for the successor's. A write is one
 //   update per pool buffer (units cut at multiples of the buffer size), so
 //   the head never holds more than one buffer of a request.
-// * A forwarded update is applied in version order: a resend of the
-//   latest version is forwarded again if it is not committed yet, older
-//   ones answer OK, a gap answers ChunkVersionGap.
+// * A write of one unit that is not a sync write pulls and checks its bytes
+//   before it takes the update order (so the connection's next request is
+//   read meanwhile), and lets the order go once its forward is on the lane
+//   connection, waiting for the reply after: the next update of the chunk
+//   is stored and sent meanwhile (docs/redundancy.md, "Pipelining one
+//   chunk's updates"). Other updates hold the order until the successor
+//   replied.
+// * A forwarded update is applied in version order: one that arrives
+//   before the update it follows waits for it briefly (kTurnWait), then
+//   answers ChunkVersionGap; a resend of the latest version is forwarded
+//   again if it is not committed yet; an older one answers OK at the tail
+//   and, before it, once it is committed here (Unavailable if it is not
+//   within kTurnWait).
 // * A version is committed (the chunk clean) when the successor replied;
-//   at the tail at once.
+//   at the tail at once. Replies can come out of order at a pipelining
+//   head: committed_version moves up to the highest version replied (the
+//   successor applies in order, so that reply covers every version below).
 // * Reads: a SYNCING member answers NotServing; a dirty chunk ChunkDirty
 //   except at the last SERVING member.
 // * Sync of a chunk travels the chain (update version 0); fallocate is an
@@ -35,6 +47,8 @@
 #include "ods/chain/chain_view.h"
 #include "ods/chain/resync_sends.h"
 #include "ods/chain/update_order.h"
+#include "ods/chain/version_waits.h"
+#include "ods/store/block_checksum.h"
 #include "ods/store/chunk_store.h"
 
 namespace surge::ods {
@@ -95,13 +109,51 @@ class ChainedChunks {
   Status still_current(const ChainPlace& place, const std::string& what);
   // Marks rec committed at version v (if it still is at v) and stores it.
   Status commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync);
+  // A write of one unit, not sync: see the comment at the top.
+  Status write_one_unit(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
+                        const ChainPlace& place, net::PoolBuffer& buf, proto::ods::WriteReply& resp,
+                        const std::string& what);
+  // After the successor's reply for version v of key (object object_id):
+  // committed_version up to v, unless it is there or the chunk moved on to
+  // another object.
+  Status commit_through(const ChunkKey& key, const proto::ods::ChunkRef& ref, uint64_t v,
+                        uint64_t object_id, proto::ods::WriteReply& resp);
+  // A pipelined forward of version v met a gap at the successor: under the
+  // update order, unless v is committed by now, a no-op update (as
+  // roll_forward) goes down the chain held, bringing the successor whole.
+  Status recover_gap(const ChainPlace& place, const ChunkKey& key, uint64_t v,
+                     const std::string& what);
+  // Under key's update order: a no-op update down the chain (see
+  // roll_forward) of the dirty rec.
+  Status forward_noop(const ChainPlace& place, const ChunkKey& key, ChunkRecord rec,
+                      const std::string& what);
+  // A forwarded update v that came before its turn (v - 1 not applied
+  // here yet, or older than the latest and not committed here) waits for
+  // a change of the chunk, up to kTurnWait, without its update order.
+  void wait_for_turn(const ChunkKey& key, const proto::ods::ChunkRef& ref, uint64_t v,
+                     const ChainPlace& place);
 
   ChunkStore& chunks_;
   ChainView& view_;
   ChainForwarder& forwarder_;
   UpdateOrder order_;
+  VersionWaits waits_;
   ResyncSends sends_;  // whose whole-chunk pieces are taken, per chunk
 };
+
+// Pulls [at, at + len) of a request's bulk region 0 (from region offset 0)
+// into dst and checks each piece's CRC as pull_checked does, storing
+// nothing; store_pulled stores the pieces afterwards.
+struct PulledPiece {
+  uint64_t done = 0;  // offset in dst and past `at`
+  uint64_t length = 0;
+  PayloadChecksums sums;
+};
+Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t at, uint64_t len,
+                                               uint32_t piece_bytes, std::span<const uint32_t> crcs,
+                                               std::byte* dst, const std::string& what);
+Status store_pulled(ObjectStore& store, uint64_t id, uint64_t at, std::byte* src,
+                    const std::vector<PulledPiece>& pieces, const std::string& what);
 
 // Pulls [at, at + len) of a request's bulk region 0 (from region offset
 // base) into dst, checking each piece's CRC (piece_bytes > 0: crcs has one

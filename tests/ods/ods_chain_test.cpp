@@ -220,6 +220,45 @@ TEST_F(OdsChainTest, OverlappingConcurrentWritesEndIdenticalOnEveryMember) {
   expect_identical(kSpan + (1 << 20));
 }
 
+// IOR hard's shape: small records side by side in one chunk, from several
+// writers at once. The head sends a chunk's updates down the chain without
+// waiting for the previous one's reply, and members take them on several
+// lane threads, so they can arrive out of turn: every member must still end
+// with every record, clean.
+TEST_F(OdsChainTest, SmallRecordsOfOneChunkFromManyWritersReachEveryMember) {
+  constexpr int kWriters = 4, kRecords = 40;
+  constexpr uint64_t kRecord = 47008;
+  std::vector<std::byte> want(kWriters * kRecords * kRecord);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&, t] {
+      OdsClient c(cl_.target(members_[0]).address, cl_.key());
+      for (int i = 0; i < kRecords; ++i) {
+        // Interleaved: record i of writer t is record i * kWriters + t.
+        const uint64_t off = (static_cast<uint64_t>(i) * kWriters + t) * kRecord;
+        auto d = pattern(kRecord, t * 1000 + i);
+        std::copy(d.begin(), d.end(), want.begin() + off);
+        pb::WriteRequest q;
+        q.set_offset(off);
+        q.set_length(d.size());
+        pb::set_piece_crcs(q, d.data(), d.size());
+        *q.mutable_ref() = ref(members_[0]);
+        net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
+        pb::WriteReply a;
+        Status st = c.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+        if (!st.ok()) {
+          ADD_FAILURE() << "record at " << off << ": " << st.ToString();
+          failures++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  expect_identical(want.size(), &want);
+}
+
 TEST_F(OdsChainTest, StaleVersionWrongTargetAndNonHeadWritesAreRefused) {
   const auto d = pattern(10000, 4);
   pb::ChunkRef stale = ref(members_[0]);
