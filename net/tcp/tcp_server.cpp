@@ -3,8 +3,10 @@
 // InboundRequests for the RPC core.
 //
 // A request whose pulled bytes follow it pauses the connection's read loop
-// until the core calls RequestBulk::finish(); requests without pulled bytes
-// keep the loop running, so many of them are in flight at once.
+// until its handler has pulled the last of them (or, if it does not, until
+// the core calls RequestBulk::finish(), which skips the rest); requests
+// without pulled bytes keep the loop running, so many of them are in
+// flight at once, and so are requests whose bytes are in.
 //
 // Requests in service are counted per I/O thread (delivered, not yet
 // finished). A request for a kShortBlocking handler that is the only one
@@ -78,6 +80,7 @@ class TcpRequestBulk final : public RequestBulk {
       stream_start_.push_back(pos);
       if (d.access == BulkAccess::kServerPull) pos += d.length;
     }
+    payload_ = pos;
   }
 
   size_t count() const override { return regions_.size(); }
@@ -114,6 +117,7 @@ class TcpRequestBulk final : public RequestBulk {
   const uint64_t request_id_;
   const std::vector<BulkDescriptor> regions_;
   std::vector<uint64_t> stream_start_;  // of each pull region in the payload
+  uint64_t payload_ = 0;                // pulled bytes that follow the request
   uint64_t consumed_ = 0;               // payload bytes read so far
   bool paused_;
   bool broken_ = false;
@@ -353,6 +357,13 @@ Status TcpRequestBulk::pull(size_t region, uint64_t offset, std::span<std::byte>
     return st;
   }
   consumed_ = pos + dst.size();
+  if (paused_ && consumed_ == payload_) {
+    // Every byte that follows the request is in: the connection's next
+    // request is read while this handler goes on (a data server's write
+    // stores, then waits for its chain successor, after its last pull).
+    paused_ = false;
+    conn_->resume();
+  }
   return Status::OK();
 }
 
@@ -375,11 +386,7 @@ void TcpRequestBulk::finish() {
   conn_->in_service_->fetch_sub(1);
   if (!paused_) return;
   paused_ = false;
-  uint64_t total = 0;
-  for (const BulkDescriptor& d : regions_) {
-    if (d.access == BulkAccess::kServerPull) total += d.length;
-  }
-  if (!broken_ && consumed_ < total) (void)conn_->read_payload(nullptr, total - consumed_);
+  if (!broken_ && consumed_ < payload_) (void)conn_->read_payload(nullptr, payload_ - consumed_);
   conn_->resume();
 }
 
