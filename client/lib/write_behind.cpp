@@ -68,11 +68,20 @@ Result<size_t> WriteBehind::write(InodeState& st, const std::byte* buf, size_t l
       w.owned = std::move(*owned);
       src = buf;
     } else if (len <= pool_->max_buffer_size()) {
-      auto pb = pool_->try_acquire(len);
-      if (pb.ok()) {
-        w.pool_copy = std::move(*pb);
-        std::memcpy(w.pool_copy.data(), buf, len);
-        src = w.pool_copy.data();
+      // No buffer free: this file's oldest write in flight gives its buffer
+      // back (once it landed) and we try again, rather than waiting for
+      // every write in flight and writing through: small writes keep
+      // flowing when the pool, not the data servers, is the limit.
+      for (;;) {
+        auto pb = pool_->try_acquire(len);
+        if (pb.ok()) {
+          w.pool_copy = std::move(*pb);
+          std::memcpy(w.pool_copy.data(), buf, len);
+          src = w.pool_copy.data();
+          break;
+        }
+        if (st.inflight.empty()) break;
+        retire_oldest_locked(st, wl);
       }
     } else {
       w.heap_copy.reset(new (std::nothrow) std::byte[len]);

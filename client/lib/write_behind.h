@@ -5,8 +5,10 @@
 // land in program order (data servers may apply concurrent requests in any
 // order). A write that fails in flight is kept in the inode's write_error
 // and reported by the next write, flush, fsync or close (as NFS does). When
-// no buffer is free, or the write is larger than the limit, or the limit is
-// 0, the write goes through: it returns when the bytes are stored.
+// no buffer is free, the file's oldest write in flight is waited for and
+// its buffer tried again; when none of the file's writes is in flight, or
+// the write is larger than the limit, or the limit is 0, the write goes
+// through: it returns when the bytes are stored.
 #pragma once
 
 #include <cstddef>
