@@ -65,7 +65,7 @@ class ChainForwarder {
                  const ChunkUpdate& u);
 
   // forward() in two halves, for a head that lets the chunk's update order
-  // go while the successor works (ChainedChunks::write): send_forward puts
+  // go while the successor works (ChainedChunks::write_one_unit): send_forward puts
   // u on the lane connection (so a chunk's updates leave in the order they
   // were sent); finish_forward waits for the reply and judges it as
   // forward does, without the whole-chunk send on ChunkVersionGap (the
