@@ -3,6 +3,7 @@
 #include "ods/chain/chained_chunks.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/crc32c.h"
 #include "common/log.h"
@@ -18,7 +19,7 @@ namespace pb = proto::ods;
 
 constexpr size_t kReadPieceBytes = 256 << 10;
 // How long a forwarded update that came before its turn waits for the
-// update it follows (wait_for_turn): a pipelining head sends a chunk's
+// update it follows (ChainedChunks::forward): a pipelining head sends a chunk's
 // updates back to back and different lane threads take them, so one can
 // be a moment early; past this the gap is real and the chunk comes whole.
 constexpr auto kTurnWait = std::chrono::milliseconds(500);
@@ -76,6 +77,51 @@ Result<ObjectStore::SpaceOp> space_op(pb::FallocateMode m, const std::string& wh
   }
 }
 
+// Pulls piece `index` ([at + done, +plen), bulk offset base + done) into
+// dst + done and checks it against crcs[index]: its checksums, for storing.
+Result<PayloadChecksums> pull_piece(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t done,
+                                    uint64_t plen, size_t index, std::span<const uint32_t> crcs,
+                                    std::byte* dst, const std::string& what) {
+  SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, base + done, {dst + done, plen}),
+                            "pulling " + what + " from " + ctx.peer());
+  iovec seg{dst + done, plen};
+  PayloadChecksums sums = checksum_payload({&seg, 1}, at + done);
+  if (index >= crcs.size() || sums.payload != crcs[index]) {
+    return Status::Corruption(what + ": payload checksum mismatch in [" +
+                              std::to_string(at + done) + ", +" + std::to_string(plen) + ")");
+  }
+  return sums;
+}
+
+// A write's update as it goes down the chain: its bytes in our buffer,
+// with the piece CRCs it came with (piece_bytes > 0) or computed here.
+ChunkUpdate write_update(uint64_t version, uint64_t offset, std::span<const std::byte> data,
+                         uint32_t piece_bytes, std::span<const uint32_t> crcs, bool sync) {
+  ChunkUpdate u;
+  u.kind = pb::UPDATE_WRITE;
+  u.version = version;
+  u.offset = offset;
+  u.data = data;
+  u.piece_bytes = piece_bytes ? piece_bytes : static_cast<uint32_t>(pb::kMaxPieceBytes);
+  u.piece_crcs = piece_bytes ? std::vector<uint32_t>(crcs.begin(), crcs.end())
+                             : piece_crcs_of(data, offset, u.piece_bytes);
+  u.sync = sync;
+  return u;
+}
+
+// A forwarded update v that came before its turn: the update before it
+// (or, before the tail, v's commit) is still on another lane thread.
+bool out_of_turn(const ChunkRecord& rec, uint64_t v, const ChainPlace& place) {
+  if (rec.incomplete) return false;
+  // v - 1 not here yet: the life's first update for a chunk we do not
+  // hold, else the update before v of the life we hold.
+  const bool early = rec.version == 0 ? !first_of_life(v)
+                                      : life_of(v) == life_of(rec.version) && v > rec.version + 1;
+  // Older than what we hold and not known stored further down yet.
+  const bool unsettled = place.successor != 0 && v < rec.version && v > rec.committed_version;
+  return early || unsettled;
+}
+
 }  // namespace
 
 Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t len,
@@ -84,14 +130,9 @@ Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t l
   size_t piece = 0;
   for (uint64_t done = 0; done < len; ++piece) {
     const uint64_t plen = piece_bytes ? pb::piece_length(at + done, len - done, piece_bytes) : len;
-    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, base + done, {dst + done, plen}),
-                              "pulling " + what + " from " + ctx.peer());
+    SURGE_ASSIGN_OR_RETURN(PayloadChecksums sums,
+                           pull_piece(ctx, base, at, done, plen, piece, crcs, dst, what));
     iovec seg{dst + done, plen};
-    const PayloadChecksums sums = checksum_payload({&seg, 1}, at + done);
-    if (piece >= crcs.size() || sums.payload != crcs[piece]) {
-      return Status::Corruption(what + ": payload checksum mismatch in [" +
-                                std::to_string(at + done) + ", +" + std::to_string(plen) + ")");
-    }
     auto stored = store.write(id, at + done, {&seg, 1}, false, &sums);
     if (!stored.ok()) return stored.status().WithContext(what);
     done += plen;
@@ -105,15 +146,9 @@ Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t at
   std::vector<PulledPiece> pieces;
   for (uint64_t done = 0; done < len;) {
     const uint64_t plen = piece_bytes ? pb::piece_length(at + done, len - done, piece_bytes) : len;
-    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().pull(0, done, {dst + done, plen}),
-                              "pulling " + what + " from " + ctx.peer());
-    iovec seg{dst + done, plen};
-    PulledPiece p{done, plen, checksum_payload({&seg, 1}, at + done)};
-    if (pieces.size() >= crcs.size() || p.sums.payload != crcs[pieces.size()]) {
-      return Status::Corruption(what + ": payload checksum mismatch in [" +
-                                std::to_string(at + done) + ", +" + std::to_string(plen) + ")");
-    }
-    pieces.push_back(std::move(p));
+    SURGE_ASSIGN_OR_RETURN(PayloadChecksums sums,
+                           pull_piece(ctx, 0, at, done, plen, pieces.size(), crcs, dst, what));
+    pieces.push_back({done, plen, std::move(sums)});
     done += plen;
   }
   return pieces;
@@ -231,16 +266,8 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
     SURGE_RETURN_IF_ERROR(pull_checked(ctx, done, at, n, pbytes, crcs, buf.data(),
                                        chunks_.objects(), rec.object_id, what));
     if (place.successor != 0) {
-      ChunkUpdate u;
-      u.kind = pb::UPDATE_WRITE;
-      u.version = v;
-      u.offset = at;
-      u.data = {buf.data(), n};
-      u.piece_bytes = pbytes ? pbytes : static_cast<uint32_t>(pb::kMaxPieceBytes);
-      u.piece_crcs = pbytes ? std::vector<uint32_t>(crcs.begin(), crcs.end())
-                            : piece_crcs_of(u.data, at, u.piece_bytes);
-      u.sync = req.sync() && last;
-      SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+      SURGE_RETURN_IF_ERROR(forwarder_.forward(
+          place, key, rec, write_update(v, at, {buf.data(), n}, pbytes, crcs, req.sync() && last)));
     }
     if (req.sync() && last) SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
     SURGE_RETURN_IF_ERROR(commit(key, rec, v, req.sync() && last));
@@ -289,17 +316,11 @@ Status ChainedChunks::write_one_unit(net::RpcContext& ctx, const pb::WriteReques
       resp.set_chunk_version(v);
       return Status::OK();
     }
-    ChunkUpdate u;
-    u.kind = pb::UPDATE_WRITE;
-    u.version = v;
-    u.offset = off;
-    u.data = {buf.data(), len};
-    u.piece_bytes = pbytes ? pbytes : static_cast<uint32_t>(pb::kMaxPieceBytes);
-    u.piece_crcs = pbytes ? std::vector<uint32_t>(crcs.begin(), crcs.end())
-                          : piece_crcs_of(u.data, off, u.piece_bytes);
     // On the lane connection before the order goes: the chunk's updates
     // leave in version order. buf stays ours until the reply.
-    SURGE_ASSIGN_OR_RETURN(sent, forwarder_.send_forward(place, key, u));
+    SURGE_ASSIGN_OR_RETURN(
+        sent, forwarder_.send_forward(
+                  place, key, write_update(v, off, {buf.data(), len}, pbytes, crcs, false)));
   }
   Status st = forwarder_.finish_forward(sent);
   if (st.code() == Code::kChunkVersionGap) st = recover_gap(place, key, v, what);
@@ -357,31 +378,6 @@ Status ChainedChunks::forward_noop(const ChainPlace& place, const ChunkKey& key,
     SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
   }
   return commit(key, rec, v, false);
-}
-
-void ChainedChunks::wait_for_turn(const ChunkKey& key, const pb::ChunkRef& ref, uint64_t v,
-                                  const ChainPlace& place) {
-  const auto deadline = VersionWaits::Clock::now() + kTurnWait;
-  for (;;) {
-    uint64_t seen = 0;
-    {
-      auto order = order_.lock(key);
-      auto found = record(key, ref, false);
-      if (!found.ok()) return;  // the update itself reports it
-      const ChunkRecord rec = found->value_or(ChunkRecord{});
-      if (rec.incomplete) return;
-      // v - 1 not here yet: the life's first update for a chunk we do not
-      // hold, else the update before v of the life we hold.
-      const bool early = rec.version == 0
-                             ? !first_of_life(v)
-                             : life_of(v) == life_of(rec.version) && v > rec.version + 1;
-      // Older than what we hold and not known stored further down yet.
-      const bool unsettled = place.successor != 0 && v < rec.version && v > rec.committed_version;
-      if (!early && !unsettled) return;
-      seen = waits_.generation();
-    }
-    if (!waits_.wait_past(seen, deadline)) return;
-  }
 }
 
 Status ChainedChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req,
@@ -605,10 +601,7 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
   const std::string what = "forwarded update " + std::to_string(req.update_version()) + " of " +
                            name_of(req.ref()) + " from " + ctx.peer();
   const ChunkKey key = key_of(req.ref());
-  if (req.update_version() != 0 && req.kind() != pb::UPDATE_REMOVE) {
-    wait_for_turn(key, req.ref(), req.update_version(), place);
-  }
-  auto order = order_.lock(key);
+  std::optional<UpdateOrder::Guard> order(std::in_place, order_, key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   if (req.kind() == pb::UPDATE_REMOVE) {
     SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
@@ -651,9 +644,22 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
     SURGE_RETURN_IF_ERROR(check_pieces(req.offset(), req.length(), req.piece_bytes(),
                                        req.piece_crc32c_size(), buf.capacity(), what));
   }
-  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
-  ChunkRecord rec = *found;
   const uint64_t v = req.update_version();
+  ChunkRecord rec;
+  const auto turn_deadline = VersionWaits::Clock::now() + kTurnWait;
+  for (;;) {
+    SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
+    rec = *found;
+    if (!out_of_turn(rec, v, place) || VersionWaits::Clock::now() >= turn_deadline) break;
+    // Wait for the chunk to change without its order: what we wait for
+    // needs it. Past the deadline the checks below answer a gap or
+    // Unavailable.
+    const uint64_t seen = waits_.generation();
+    order.reset();
+    (void)waits_.wait_past(seen, turn_deadline);
+    order.emplace(order_, key);
+    SURGE_RETURN_IF_ERROR(still_current(place, what));
+  }
   // An incomplete copy holds part of a whole-chunk send that was cut short,
   // under the version it had before: an update applied onto it would leave
   // it short under a version that looks right. It comes over whole first.
@@ -724,10 +730,8 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
     u.keep_size = req.keep_size();
     u.sync = req.sync();
     if (write && req.length() > 0) {
-      u.data = {buf.data(), req.length()};
-      u.piece_bytes = req.piece_bytes() ? req.piece_bytes() : static_cast<uint32_t>(pb::kMaxPieceBytes);
-      u.piece_crcs = req.piece_bytes() ? std::vector<uint32_t>(crcs.begin(), crcs.end())
-                                       : piece_crcs_of(u.data, u.offset, u.piece_bytes);
+      u = write_update(v, req.offset(), {buf.data(), req.length()}, req.piece_bytes(), crcs,
+                       req.sync());
     }
     SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
   }

@@ -127,11 +127,6 @@ class ChainedChunks {
   // roll_forward) of the dirty rec.
   Status forward_noop(const ChainPlace& place, const ChunkKey& key, ChunkRecord rec,
                       const std::string& what);
-  // A forwarded update v that came before its turn (v - 1 not applied
-  // here yet, or older than the latest and not committed here) waits for
-  // a change of the chunk, up to kTurnWait, without its update order.
-  void wait_for_turn(const ChunkKey& key, const proto::ods::ChunkRef& ref, uint64_t v,
-                     const ChainPlace& place);
 
   ChunkStore& chunks_;
   ChainView& view_;

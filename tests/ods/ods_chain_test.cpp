@@ -120,6 +120,18 @@ class OdsChainTest : public ::testing::Test {
   }
   pb::ChunkRef ref(uint32_t target) { return ChainCluster::ref(target, chain_, ino_); }
 
+  // d at off through the head, on connection c (with piece CRCs).
+  Status write_at(OdsClient& c, uint64_t off, std::vector<std::byte>& d) {
+    pb::WriteRequest q;
+    q.set_offset(off);
+    q.set_length(d.size());
+    pb::set_piece_crcs(q, d.data(), d.size());
+    *q.mutable_ref() = ref(members_[0]);
+    net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
+    pb::WriteReply a;
+    return c.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+  }
+
   // Every member's copy of [0, len), read from that member.
   void expect_identical(uint64_t len, const std::vector<std::byte>* want = nullptr) {
     std::vector<std::byte> first;
@@ -200,14 +212,7 @@ TEST_F(OdsChainTest, OverlappingConcurrentWritesEndIdenticalOnEveryMember) {
       for (int i = 0; i < kWrites; ++i) {
         const uint64_t off = (static_cast<uint64_t>(t * 7919 + i * 104729) * 4096) % kSpan;
         auto d = pattern(700000 + 4096 * t, t * 100 + i);
-        pb::WriteRequest q;
-        q.set_offset(off);
-        q.set_length(d.size());
-        pb::set_piece_crcs(q, d.data(), d.size());
-        *q.mutable_ref() = ref(members_[0]);
-        net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
-        pb::WriteReply a;
-        Status st = c.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+        Status st = write_at(c, off, d);
         if (!st.ok()) {
           ADD_FAILURE() << st.ToString();
           failures++;
@@ -239,14 +244,7 @@ TEST_F(OdsChainTest, SmallRecordsOfOneChunkFromManyWritersReachEveryMember) {
         const uint64_t off = (static_cast<uint64_t>(i) * kWriters + t) * kRecord;
         auto d = pattern(kRecord, t * 1000 + i);
         std::copy(d.begin(), d.end(), want.begin() + off);
-        pb::WriteRequest q;
-        q.set_offset(off);
-        q.set_length(d.size());
-        pb::set_piece_crcs(q, d.data(), d.size());
-        *q.mutable_ref() = ref(members_[0]);
-        net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
-        pb::WriteReply a;
-        Status st = c.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+        Status st = write_at(c, off, d);
         if (!st.ok()) {
           ADD_FAILURE() << "record at " << off << ": " << st.ToString();
           failures++;
