@@ -11,14 +11,13 @@ namespace surge::mds {
 
 OrphanCollector::OrphanCollector(Namespace* ns, ClusterMap* map, SessionTable* sessions,
                                  ObjectTargets* objects, OrphanCollectorOptions options,
-                                 const Leadership* leadership, PeerOpens* peers)
+                                 const Leadership* leadership)
     : ns_(ns),
       map_(map),
       sessions_(sessions),
       objects_(objects),
       opts_(options),
       leadership_(leadership),
-      peers_(peers),
       started_(std::chrono::steady_clock::now()) {}
 
 OrphanCollector::~OrphanCollector() {
@@ -32,23 +31,17 @@ Result<CollectStats> OrphanCollector::collect_once() {
   // them from being collected; past the end, start over.
   SURGE_ASSIGN_OR_RETURN(auto orphans, ns_->list_orphans_after(cursor_, opts_.batch));
   cursor_ = orphans.size() < opts_.batch ? 0 : orphans.back();
-  std::vector<uint64_t> closed;  // by every session of this MDS
+  std::vector<uint64_t> closed;  // by every session, through every MDS
   for (uint64_t ino : orphans) {
-    if (sessions_->is_open(ino)) {
+    auto open = sessions_->is_open(ino);
+    if (!open.ok()) {
+      SLOG_WARN("orphan {} waits: {}", ino, open.status().ToString());
+      ++st.deferred;
+    } else if (*open) {
       ++st.still_open;
     } else {
       closed.push_back(ino);
     }
-  }
-  if (peers_ != nullptr && !closed.empty()) {
-    auto held = peers_->held_elsewhere(closed);
-    if (!held.ok()) {
-      SLOG_WARN("orphan collection waits: {}", held.status().ToString());
-      st.deferred += closed.size();
-      return st;
-    }
-    std::erase_if(closed, [&](uint64_t ino) { return held->count(ino) != 0; });
-    st.still_open += held->size();
   }
   for (uint64_t ino : closed) {
     records::InodeRecord rec;
@@ -102,31 +95,23 @@ void OrphanCollector::loop() {
     if (stopping_) break;
     lk.unlock();
     const auto now = std::chrono::steady_clock::now();
-    sessions_->expire(now);
+    if (Status fs = sessions_->flush_beats(now); !fs.ok()) SLOG_WARN("{}", fs.ToString());
     if (Status rs = map_->refresh(); !rs.ok()) {
       SLOG_WARN("reading the cluster map again: {}", rs.ToString());
     }
     const bool leading = leadership_ == nullptr || leadership_->is_leader();
-    if (leading && !leading_) started_ = now;  // a new leader waits as a restart does
+    if (leading != leading_) sessions_->forget_observations();  // judge silence afresh
     leading_ = leading;
     if (!leading) {
       lk.lock();
       continue;
     }
     map_->check_liveness(ClusterMap::now_ms());
-    if (peers_ != nullptr) {
-      auto lost = peers_->lost_a_member();
-      if (!lost.ok()) {
-        SLOG_WARN("listing the MDS that serve: {}", lost.status().ToString());
-      } else if (*lost) {
-        // Its clients open sessions elsewhere and report their open files
-        // again within a session timeout: wait for them, as after a restart.
-        SLOG_INFO("an MDS stopped serving: orphan collection waits {} ms for its clients",
-                  opts_.startup_grace_ms);
-        started_ = now;
-      }
-    }
-    if (now - started_ >= std::chrono::milliseconds(opts_.startup_grace_ms)) {
+    if (auto ex = sessions_->expire(now); !ex.ok()) SLOG_WARN("{}", ex.status().ToString());
+    // Sessions lost with a restart: their clients report their open files
+    // again within a session timeout; wait for them.
+    if (sessions_->survives_restart() ||
+        now - started_ >= std::chrono::milliseconds(opts_.startup_grace_ms)) {
       auto r = collect_once();
       if (!r.ok()) {
         SLOG_ERROR("orphan collection: {}", r.status().ToString());

@@ -9,11 +9,14 @@
 // that wait never hold up the rest.
 //
 // The background thread also runs the periodic housekeeping that needs a
-// clock: expiring silent sessions (every MDS, its own), reading the cluster
-// map again when another MDS changed it (every MDS), and marking silent
-// targets down and collecting orphans (the leader only, cluster/leadership.h;
-// a new leader waits startup_grace_ms before it collects, as a restarted
-// MDS does).
+// clock: storing the heartbeats of the sessions this MDS serves and reading
+// the cluster map again when another MDS changed it (every MDS), expiring
+// silent sessions, marking silent targets down and collecting orphans (the
+// leader only, cluster/leadership.h). Where sessions do not survive a
+// restart (one MDS on RocksDB) the collector waits startup_grace_ms after
+// start, for clients to open new sessions and report their open files
+// again; where they do (etcd) every open is in the store before it is
+// answered, and a new leader collects at once.
 #pragma once
 
 #include <atomic>
@@ -27,7 +30,6 @@
 #include "mds/cluster/cluster_map.h"
 #include "mds/cluster/leadership.h"
 #include "mds/cluster/object_targets.h"
-#include "mds/cluster/peer_opens.h"
 #include "mds/cluster/session_table.h"
 #include "mds/namespace/namespace.h"
 
@@ -35,7 +37,7 @@ namespace surge::mds {
 
 struct OrphanCollectorOptions {
   uint32_t interval_ms = 1000;        // between passes
-  uint32_t startup_grace_ms = 30000;  // no collection this long after start
+  uint32_t startup_grace_ms = 30000;  // no collection this long after start (sessions lost)
   size_t batch = 1024;                // orphans looked at per pass
 };
 
@@ -47,12 +49,9 @@ struct CollectStats {
 
 class OrphanCollector {
  public:
-  // leadership nullptr: this MDS always leads (tests, one MDS). peers
-  // nullptr: no other MDS holds files open (one MDS); else an orphan is
-  // collected only when no other MDS holds it open either.
+  // leadership nullptr: this MDS always leads (tests, one MDS).
   OrphanCollector(Namespace* ns, ClusterMap* map, SessionTable* sessions, ObjectTargets* objects,
-                  OrphanCollectorOptions options, const Leadership* leadership = nullptr,
-                  PeerOpens* peers = nullptr);
+                  OrphanCollectorOptions options, const Leadership* leadership = nullptr);
   ~OrphanCollector();
 
   // One pass over the next batch of the orphan list (tests call this directly).
@@ -70,7 +69,6 @@ class OrphanCollector {
   ObjectTargets* objects_;
   OrphanCollectorOptions opts_;
   const Leadership* leadership_;
-  PeerOpens* peers_;
   bool leading_ = false;                           // as of the last pass
   std::chrono::steady_clock::time_point started_;  // start, or the pass that found it leading
   uint64_t cursor_ = 0;  // list orphans after this inode next (0: from the start)

@@ -1,110 +1,282 @@
-// SessionTable implementation; see session_table.h.
+// SessionTable: sessions served here and the records they keep in the store;
+// see session_table.h. The leader's expiry is in session_expiry.cpp.
 #include "mds/cluster/session_table.h"
 
+#include <cstdio>
+
 #include "common/log.h"
+#include "mds/namespace/keys.h"
+#include "mds/namespace/records.pb.h"
 
 namespace surge::mds {
 
-SessionTable::SessionTable(SessionOptions o) : opts_(o), rng_(std::random_device{}()) {}
+namespace {
 
-uint64_t SessionTable::open_session(const std::string& client_name) {
-  std::lock_guard lk(mu_);
-  uint64_t id = 0;
-  // Random ids: a session from before a restart can never be mistaken for a
-  // new one.
-  while (id == 0 || sessions_.count(id) != 0) id = rng_();
-  sessions_[id] = Session{client_name, Clock::now(), {}};
-  SLOG_INFO("session {:x} opened by {}", id, client_name);
-  return id;
+constexpr int kCountAttempts = 8;
+
+std::string encode_count(uint32_t n) {
+  std::string s;
+  keys::put_be32(s, n);
+  return s;
 }
 
-static Status unknown_session(uint64_t id) {
-  return Status::NotFound("session " + std::to_string(id) +
+uint32_t decode_count(std::string_view v) {
+  return v.size() == 4 ? keys::get_be32(v) : 0;
+}
+
+}  // namespace
+
+std::string session_name(uint64_t sid) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(sid));
+  return std::string("session ") + buf;
+}
+
+Status unknown_session(uint64_t sid) {
+  return Status::NotFound(session_name(sid) +
                           " unknown (expired, or the MDS restarted): open a new session and "
                           "report open files again");
 }
 
-Status SessionTable::heartbeat(uint64_t session_id) {
-  std::lock_guard lk(mu_);
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return unknown_session(session_id);
-  it->second.last_seen = Clock::now();
+SessionTable::SessionTable(KvStore* kv, SessionOptions o, bool survives_restart)
+    : kv_(kv), opts_(o), survives_restart_(survives_restart), rng_(std::random_device{}()) {}
+
+Status SessionTable::clear_stored() {
+  const std::pair<std::string_view, std::string_view> ranges[] = {
+      {keys::kSessionPrefix, keys::kSessionEnd},
+      {keys::kSessionOpenPrefix, keys::kSessionOpenEnd},
+      {keys::kOpenPrefix, keys::kOpenEnd}};
+  const size_t per_batch = std::min<size_t>(kv_->max_batch_ops(), 1024);
+  size_t cleared = 0;
+  for (const auto& [begin, end] : ranges) {
+    for (;;) {
+      KvBatch b;
+      size_t n = 0;
+      SURGE_RETURN_IF_ERROR_CTX(kv_->scan(Space::kSystem, begin, end,
+                                          [&](std::string_view k, std::string_view) {
+                                            b.del(Space::kSystem, std::string(k));
+                                            return ++n < per_batch;
+                                          }),
+                                "listing the sessions of the last run");
+      if (n == 0) break;
+      SURGE_RETURN_IF_ERROR_CTX(kv_->commit(b, false), "deleting the sessions of the last run");
+      cleared += n;
+    }
+  }
+  if (cleared > 0) SLOG_INFO("dropped {} session records of the last run", cleared);
   return Status::OK();
 }
 
-void SessionTable::drop_locked(std::unordered_map<uint64_t, Session>::iterator it) {
-  for (const auto& [ino, n] : it->second.opens) {
-    auto oc = open_count_.find(ino);
-    if (oc == open_count_.end()) continue;
-    if (oc->second <= n) {
-      open_count_.erase(oc);
-    } else {
-      oc->second -= n;
+Result<uint64_t> SessionTable::open_session(const std::string& client_name) {
+  for (int attempt = 0; attempt < kCountAttempts; ++attempt) {
+    uint64_t id = 0;
+    {
+      std::lock_guard lk(mu_);
+      // Random ids: a session from before a restart, or of another MDS,
+      // is never mistaken for a new one (the store check below settles it).
+      while (id == 0 || served_.count(id) != 0) id = rng_();
     }
+    records::SessionRecord rec;
+    rec.set_client(client_name);
+    rec.set_beat(1);
+    const std::string bytes = rec.SerializeAsString();
+    KvBatch b;
+    b.check(Space::kSystem, keys::session(id), std::nullopt);
+    b.put(Space::kSystem, keys::session(id), bytes);
+    Status st = kv_->commit(b, survives_restart_);
+    if (st.code() == Code::kBusy) continue;
+    SURGE_RETURN_IF_ERROR_CTX(st, "recording a session for " + client_name);
+    auto s = std::make_shared<Served>();
+    s->client = client_name;
+    s->record = bytes;
+    s->last_heard = Clock::now();
+    {
+      std::lock_guard lk(mu_);
+      served_[id] = s;
+    }
+    SLOG_INFO("{} opened by {}", session_name(id), client_name);
+    return id;
   }
-  sessions_.erase(it);
+  return Status::Busy("opening a session for " + client_name + ": no free session id");
+}
+
+std::shared_ptr<SessionTable::Served> SessionTable::find(uint64_t sid) const {
+  std::lock_guard lk(mu_);
+  auto it = served_.find(sid);
+  return it == served_.end() ? nullptr : it->second;
+}
+
+void SessionTable::forget(uint64_t sid, const std::shared_ptr<Served>& s) {
+  std::lock_guard lk(mu_);
+  auto it = served_.find(sid);
+  if (it != served_.end() && it->second == s) served_.erase(it);
+}
+
+Result<std::shared_ptr<SessionTable::Served>> SessionTable::serve(uint64_t sid) {
+  if (auto s = find(sid)) return s;
+  // Not served here: a client that failed over from another MDS, or after
+  // this one restarted. Read the session and its opens from the store.
+  SURGE_ASSIGN_OR_RETURN(auto bytes, kv_->get(Space::kSystem, keys::session(sid)));
+  if (!bytes) return unknown_session(sid);
+  records::SessionRecord rec;
+  if (!rec.ParseFromString(*bytes)) {
+    return Status::Corruption(session_name(sid) + ": stored record does not parse");
+  }
+  auto s = std::make_shared<Served>();
+  s->client = rec.client();
+  s->record = *bytes;
+  s->last_heard = Clock::now();
+  const std::string from = keys::session_open(sid, 0);
+  SURGE_RETURN_IF_ERROR_CTX(
+      kv_->scan(Space::kSystem, from, keys::session_opens_end(sid),
+                [&](std::string_view k, std::string_view v) {
+                  if (k.size() == from.size()) {
+                    s->opens[keys::get_be64(k.substr(keys::kSessionOpenPrefix.size() + 8))] =
+                        decode_count(v);
+                  }
+                  return true;
+                }),
+      "reading the open files of " + session_name(sid));
+  std::lock_guard lk(mu_);
+  auto [it, inserted] = served_.emplace(sid, s);
+  if (inserted) {
+    SLOG_INFO("{} of {} taken over here, {} open files", session_name(sid), s->client,
+              s->opens.size());
+  }
+  return it->second;
+}
+
+Status SessionTable::heartbeat(uint64_t session_id) {
+  SURGE_ASSIGN_OR_RETURN(auto s, serve(session_id));
+  std::lock_guard lk(s->mu);
+  if (s->gone) return unknown_session(session_id);
+  s->last_heard = Clock::now();
+  s->heard = true;
+  return Status::OK();
 }
 
 Status SessionTable::close_session(uint64_t session_id) {
-  std::lock_guard lk(mu_);
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return unknown_session(session_id);
-  SLOG_INFO("session {:x} of {} closed", session_id, it->second.name);
-  drop_locked(it);
-  return Status::OK();
+  SURGE_ASSIGN_OR_RETURN(auto s, serve(session_id));
+  std::lock_guard lk(s->mu);
+  if (s->gone) return unknown_session(session_id);
+  KvBatch b;
+  b.del(Space::kSystem, keys::session(session_id));
+  SURGE_RETURN_IF_ERROR_CTX(kv_->commit(b, survives_restart_),
+                            "closing " + session_name(session_id));
+  s->gone = true;
+  forget(session_id, s);
+  SLOG_INFO("{} of {} closed", session_name(session_id), s->client);
+  return delete_opens_of(session_id);
+}
+
+Status SessionTable::change_count(Served& s, uint64_t sid, uint64_t ino, bool add) {
+  auto known = s.opens.find(ino);
+  uint32_t cur = known == s.opens.end() ? 0 : known->second;
+  for (int attempt = 0; attempt < kCountAttempts; ++attempt) {
+    const uint32_t next = add ? cur + 1 : (cur == 0 ? 0 : cur - 1);
+    if (next == cur) return Status::OK();  // a release of an open not held
+    KvBatch b;
+    // The session as last read or written here: an expired session takes
+    // no new open. Then the count this MDS knows (another MDS serving the
+    // same client meanwhile changes it: read again).
+    b.check(Space::kSystem, keys::session(sid), s.record);
+    const std::string key = keys::session_open(sid, ino);
+    b.check(Space::kSystem, key, cur == 0 ? std::nullopt : std::optional(encode_count(cur)));
+    if (next == 0) {
+      b.del(Space::kSystem, key);
+      b.del(Space::kSystem, keys::open_by(ino, sid));
+    } else {
+      b.put(Space::kSystem, key, encode_count(next));
+      if (cur == 0) b.put(Space::kSystem, keys::open_by(ino, sid), "");
+    }
+    Status st = kv_->commit(b, survives_restart_);
+    if (st.ok()) {
+      if (next == 0) {
+        s.opens.erase(ino);
+      } else {
+        s.opens[ino] = next;
+      }
+      return Status::OK();
+    }
+    if (st.code() != Code::kBusy) return st;
+    SURGE_ASSIGN_OR_RETURN(auto rec, kv_->get(Space::kSystem, keys::session(sid)));
+    if (!rec) {
+      s.gone = true;
+      return unknown_session(sid);
+    }
+    s.record = *rec;
+    SURGE_ASSIGN_OR_RETURN(auto stored, kv_->get(Space::kSystem, key));
+    cur = stored ? decode_count(*stored) : 0;
+  }
+  return Status::Busy(session_name(sid) + ": the open count of inode " + std::to_string(ino) +
+                      " keeps changing");
 }
 
 Status SessionTable::add_open(uint64_t session_id, uint64_t ino) {
-  std::lock_guard lk(mu_);
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return unknown_session(session_id);
-  it->second.last_seen = Clock::now();
-  ++it->second.opens[ino];
-  ++open_count_[ino];
+  SURGE_ASSIGN_OR_RETURN(auto s, serve(session_id));
+  std::lock_guard lk(s->mu);
+  if (s->gone) return unknown_session(session_id);
+  Status st = change_count(*s, session_id, ino, true);
+  if (s->gone) forget(session_id, s);
+  SURGE_RETURN_IF_ERROR_CTX(st, "recording an open of inode " + std::to_string(ino));
+  s->last_heard = Clock::now();
+  s->heard = true;
   return Status::OK();
 }
 
+void SessionTable::add_open_to(KvBatch& batch, uint64_t session_id, uint64_t ino) const {
+  // A new inode: no count to check. Should the session expire before the
+  // batch commits, its open is a stray the leader's sweep deletes.
+  batch.put(Space::kSystem, keys::session_open(session_id, ino), encode_count(1));
+  batch.put(Space::kSystem, keys::open_by(ino, session_id), "");
+}
+
+void SessionTable::opened(uint64_t session_id, uint64_t ino) {
+  auto s = find(session_id);
+  if (!s) return;
+  std::lock_guard lk(s->mu);
+  ++s->opens[ino];
+  s->last_heard = Clock::now();
+  s->heard = true;
+}
+
 void SessionTable::release_open(uint64_t session_id, uint64_t ino) {
-  std::lock_guard lk(mu_);
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return;
-  auto o = it->second.opens.find(ino);
-  if (o == it->second.opens.end()) return;
-  if (--o->second == 0) it->second.opens.erase(o);
-  auto oc = open_count_.find(ino);
-  if (oc != open_count_.end() && --oc->second == 0) open_count_.erase(oc);
-}
-
-bool SessionTable::holds_open(uint64_t session_id, uint64_t ino) const {
-  std::lock_guard lk(mu_);
-  auto it = sessions_.find(session_id);
-  return it != sessions_.end() && it->second.opens.count(ino) != 0;
-}
-
-bool SessionTable::is_open(uint64_t ino) const {
-  std::lock_guard lk(mu_);
-  return open_count_.count(ino) != 0;
-}
-
-int SessionTable::expire(Clock::time_point now) {
-  std::lock_guard lk(mu_);
-  int n = 0;
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    auto next = std::next(it);
-    if (now - it->second.last_seen > std::chrono::milliseconds(opts_.session_timeout_ms)) {
-      SLOG_WARN("session {:x} of {} silent past {} ms: expired, {} open files released", it->first,
-                it->second.name, opts_.session_timeout_ms, it->second.opens.size());
-      drop_locked(it);
-      ++n;
-    }
-    it = next;
+  auto s = serve(session_id);
+  if (!s.ok()) return;  // unknown: its opens went with it
+  std::lock_guard lk((*s)->mu);
+  if ((*s)->gone) return;
+  Status st = change_count(**s, session_id, ino, false);
+  if ((*s)->gone) forget(session_id, *s);
+  if (!st.ok() && st.code() != Code::kNotFound) {
+    SLOG_WARN(
+        "{}: releasing its open of inode {}: {} (the file is collected once the session "
+        "ends)",
+        session_name(session_id), ino, st.ToString());
   }
-  return n;
+}
+
+Result<bool> SessionTable::is_open(uint64_t ino) const {
+  bool open = false;
+  SURGE_RETURN_IF_ERROR_CTX(
+      kv_->scan(Space::kSystem, keys::open_by(ino, 0), keys::opens_of_end(ino),
+                [&](std::string_view, std::string_view) {
+                  open = true;
+                  return false;
+                }),
+      "looking up the opens of inode " + std::to_string(ino));
+  return open;
+}
+
+bool SessionTable::holds_open(uint64_t session_id, uint64_t ino) {
+  auto s = serve(session_id);
+  if (!s.ok()) return false;
+  std::lock_guard lk((*s)->mu);
+  return !(*s)->gone && (*s)->opens.count(ino) != 0;
 }
 
 size_t SessionTable::session_count() const {
   std::lock_guard lk(mu_);
-  return sessions_.size();
+  return served_.size();
 }
 
 }  // namespace surge::mds

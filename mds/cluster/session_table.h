@@ -1,22 +1,52 @@
-// SessionTable: client sessions and the files they hold open, in memory.
-// The orphan collector asks is_open() before it removes an unlinked file's
-// objects. A session that stops heartbeating for longer than the timeout is
-// expired and its opens released. Sessions do not survive an MDS restart:
-// clients see NotFound on their next heartbeat/open, open a new session and
-// report their open files again; the collector waits one session timeout
-// after start before collecting, to give them the time.
+// SessionTable: client sessions and the files they hold open, recorded in
+// the KvStore so that every MDS of a file system sees them
+// (mds/kv/etcd/README.md, "Sessions and open files in the store"). The orphan collector asks
+// is_open() before it removes an unlinked file's objects, whichever MDS the file was opened
+// through.
+//
+// Records (system space, mds/namespace/keys.h):
+//   "s/"  sid            -> SessionRecord {client, beat}
+//   "so/" sid ino        -> count of opens of ino by the session
+//   "os/" ino sid        -> ""  (the same open, found by inode)
+// An open is recorded before the open (or create) is answered; a close
+// deletes it. The MDS a client talks to keeps that session's records in
+// memory too (the counts it writes); a session it has not served yet (the
+// client failed over from another MDS) is adopted on first contact: read
+// from the store, with its opens, so nothing needs reporting again.
+//
+// Liveness is a lease judged by one clock: a heartbeat is noted in memory,
+// and each MDS's background pass writes one batch that advances `beat` for
+// every session heard from since the last pass. The leader alone expires:
+// a session whose stored beat has not moved for session_timeout_ms, by the
+// leader's own steady clock since it first saw that beat, is deleted (its
+// opens with it), so clock differences between hosts cannot expire a live
+// session early. A new leader starts its observations afresh.
+//
+// survives_restart (etcd: every commit is durable and other MDS serve the
+// same sessions): the records outlive this process. Otherwise (one MDS on
+// RocksDB, whose session writes are not synced) clear_stored() drops the
+// previous run's at start, clients open new sessions and report their open
+// files again, and the collector waits its startup grace for them.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
+#include "mds/kv/kv_store.h"
 
 namespace surge::mds {
+
+// "session 1f2e...", and the error for a session the store does not hold.
+std::string session_name(uint64_t sid);
+Status unknown_session(uint64_t sid);
 
 struct SessionOptions {
   uint32_t heartbeat_interval_ms = 2000;
@@ -26,39 +56,92 @@ struct SessionOptions {
 class SessionTable {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit SessionTable(SessionOptions o);
+  SessionTable(KvStore* kv, SessionOptions o, bool survives_restart);
 
-  uint64_t open_session(const std::string& client_name);
+  // Deletes every stored session and open (at start, when sessions do not
+  // survive a restart).
+  Status clear_stored();
+
+  Result<uint64_t> open_session(const std::string& client_name);
+  // Notes the client alive; adopts a stored session this MDS did not serve.
+  // NotFound when the session is not stored (expired, or never opened).
   Status heartbeat(uint64_t session_id);
   Status close_session(uint64_t session_id);
 
-  // Counts one open of ino by the session; NotFound for an unknown session.
+  // Counts one open of ino by the session, in the store before it returns;
+  // NotFound for an unknown session.
   Status add_open(uint64_t session_id, uint64_t ino);
-  // Releases one open (no-op when not held).
+  // For a file created in `batch`: the session's first open of the new
+  // inode goes into the same commit (no second round trip to the store).
+  // After the batch committed, call opened() with the same arguments.
+  void add_open_to(KvBatch& batch, uint64_t session_id, uint64_t ino) const;
+  void opened(uint64_t session_id, uint64_t ino);
+  // Releases one open (no-op when not held; a failure to write is logged
+  // and leaves the open recorded, which only delays collection).
   void release_open(uint64_t session_id, uint64_t ino);
-  bool is_open(uint64_t ino) const;
-  // Whether this session holds ino open at least once.
-  bool holds_open(uint64_t session_id, uint64_t ino) const;
+  // Whether any session, served by any MDS, holds ino open.
+  Result<bool> is_open(uint64_t ino) const;
+  // Whether this session holds ino open at least once (adopting it).
+  bool holds_open(uint64_t session_id, uint64_t ino);
 
-  // Drops sessions silent past the timeout at 'now'; returns how many.
-  int expire(Clock::time_point now);
+  // Every MDS, each background pass: stores the beat of every session heard
+  // from here since the last call, and forgets sessions silent here past the
+  // timeout (their records stay for the leader to judge).
+  Status flush_beats(Clock::time_point now);
+  // The leader, each background pass: expires stored sessions whose beat
+  // has not moved for the timeout since this table first saw it; returns
+  // how many. Every 60th call also deletes opens left by a session that is
+  // gone (an open written as its session expired, or an expiry cut short).
+  Result<int> expire(Clock::time_point now);
+  // Leadership moved: observations start again.
+  void forget_observations();
 
   const SessionOptions& options() const { return opts_; }
+  bool survives_restart() const { return survives_restart_; }
+  // Sessions this MDS serves (heard from within the timeout).
   size_t session_count() const;
 
  private:
-  struct Session {
-    std::string name;
-    Clock::time_point last_seen;
+  // A session this MDS serves, and its records as this MDS last read or
+  // wrote them. mu serialises the session's own changes, so a store round
+  // trip of one session never waits on another's.
+  struct Served {
+    std::mutex mu;
+    std::string client;
+    std::string record;  // SessionRecord bytes, as stored
+    Clock::time_point last_heard;
+    bool heard = false;                            // a heartbeat or open since the last flush
+    bool gone = false;                             // no longer stored (expired or closed)
     std::unordered_map<uint64_t, uint32_t> opens;  // ino -> count
   };
-  void drop_locked(std::unordered_map<uint64_t, Session>::iterator it);
+  struct Seen {
+    uint64_t beat = 0;
+    Clock::time_point since;
+  };
 
+  std::shared_ptr<Served> find(uint64_t sid) const;
+  // The served entry of sid, adopted from the store when this MDS does not
+  // serve it yet; NotFound when it is not stored.
+  Result<std::shared_ptr<Served>> serve(uint64_t sid);
+  void forget(uint64_t sid, const std::shared_ptr<Served>& s);
+  // Under s.mu: one open more or less of ino, in the store then in s.
+  Status change_count(Served& s, uint64_t sid, uint64_t ino, bool add);
+  // Writes advanced beats of these sessions (one batch; one by one when it
+  // conflicts).
+  Status store_beats(const std::vector<std::pair<uint64_t, std::shared_ptr<Served>>>& heard);
+  Status store_beat(uint64_t sid, Served& s);
+  Status delete_opens_of(uint64_t sid);
+  Status sweep_stray_opens();
+
+  KvStore* kv_;
   SessionOptions opts_;
+  bool survives_restart_;
   mutable std::mutex mu_;
   std::mt19937_64 rng_;
-  std::unordered_map<uint64_t, Session> sessions_;
-  std::unordered_map<uint64_t, uint32_t> open_count_;  // ino -> opens over all sessions
+  std::unordered_map<uint64_t, std::shared_ptr<Served>> served_;
+  std::mutex expire_mu_;  // the leader's observations
+  std::unordered_map<uint64_t, Seen> seen_;
+  uint64_t expire_calls_ = 0;
 };
 
 }  // namespace surge::mds

@@ -25,7 +25,6 @@
 #include "mds/daemon/mds_config.h"
 #include "mds/daemon/open_store.h"
 #include "mds/daemon/rpc_object_targets.h"
-#include "mds/daemon/rpc_peer_opens.h"
 #include "mds/kv/rocksdb_kv_store.h"
 #include "mds/namespace/checker.h"
 #include "mds/namespace/namespace.h"
@@ -84,7 +83,12 @@ int run(const MdsConfig& cfg) {
   SessionOptions sopts;
   sopts.heartbeat_interval_ms = cfg.session_heartbeat_interval_ms;
   sopts.session_timeout_ms = cfg.session_timeout_ms;
-  SessionTable sessions(sopts);
+  // On etcd the sessions are shared by every MDS and outlive this one; one
+  // MDS on RocksDB writes them unsynced and drops the last run's.
+  SessionTable sessions(dd->kv.get(), sopts, /*survives_restart=*/dd->rocks == nullptr);
+  if (dd->rocks != nullptr) {
+    if (Status cs = sessions.clear_stored(); !cs.ok()) return fail(cs);
+  }
   RpcObjectTargets objects(*key, std::chrono::milliseconds(cfg.target_rpc_timeout_ms),
                            std::chrono::milliseconds(cfg.chain_failure_probe_ms));
 
@@ -140,15 +144,7 @@ int run(const MdsConfig& cfg) {
   OrphanCollectorOptions copts;
   copts.interval_ms = cfg.orphan_interval_ms;
   copts.startup_grace_ms = cfg.orphan_startup_grace_ms;
-  // On etcd other MDS may serve too: the leader's collector asks them
-  // which orphans their clients hold open.
-  std::unique_ptr<RpcPeerOpens> peers;
-  if (dd->rocks == nullptr) {
-    peers = std::make_unique<RpcPeerOpens>(leadership, *key,
-                                           std::chrono::milliseconds(cfg.target_rpc_timeout_ms));
-  }
-  OrphanCollector collector(ns->get(), map->get(), &sessions, &objects, copts, leadership,
-                            peers.get());
+  OrphanCollector collector(ns->get(), map->get(), &sessions, &objects, copts, leadership);
   collector.start();
 
   char fsid[32];

@@ -171,7 +171,8 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
           F{{"orphans", "startup_grace_ms",
              "No collection this long after start, so clients can reopen their sessions\n"
              "and report their open files after an MDS restart (>= sessions.timeout_ms\n"
-             "is safe), in ms."},
+             "is safe), in ms. One MDS on RocksDB only: on etcd sessions and open files\n"
+             "are in the store and outlive any MDS, so nothing is waited."},
             &MdsConfig::orphan_startup_grace_ms},
           F{{"memory", "malloc_arena_max",
              "glibc allocator: most arenas (0: glibc's 8 per core). Each arena keeps\n"

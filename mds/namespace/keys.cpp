@@ -110,6 +110,40 @@ std::string orphan(uint64_t ino) {
   return k;
 }
 
+std::string session(uint64_t sid) {
+  std::string k(kSessionPrefix);
+  put_be64(k, sid);
+  return k;
+}
+
+std::string session_open(uint64_t sid, uint64_t ino) {
+  std::string k(kSessionOpenPrefix);
+  put_be64(k, sid);
+  put_be64(k, ino);
+  return k;
+}
+
+std::string session_opens_end(uint64_t sid) {
+  if (sid == UINT64_MAX) return std::string(kSessionOpenEnd);
+  std::string k(kSessionOpenPrefix);
+  put_be64(k, sid + 1);
+  return k;
+}
+
+std::string open_by(uint64_t ino, uint64_t sid) {
+  std::string k(kOpenPrefix);
+  put_be64(k, ino);
+  put_be64(k, sid);
+  return k;
+}
+
+std::string opens_of_end(uint64_t ino) {
+  if (ino == UINT64_MAX) return std::string(kOpenEnd);
+  std::string k(kOpenPrefix);
+  put_be64(k, ino + 1);
+  return k;
+}
+
 std::string done_op(uint64_t op_id) {
   std::string k(kDoneOpPrefix);
   put_be64(k, op_id);

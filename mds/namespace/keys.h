@@ -8,6 +8,9 @@
 //   system:   "fs_id" "format" "ino_hwm" "target_hwm" "map_version"
 //             "t/" target(4)                  -> TargetInfo
 //             "o/" ino(8)                     -> "" (orphan list)
+//             "s/" sid(8)                     -> SessionRecord
+//             "so/" sid(8) ino(8)             -> open count (4, big-endian)
+//             "os/" ino(8) sid(8)             -> "" (the same open, by inode)
 //
 // A dentry's cookie is a 63-bit hash of its name (>= 3): entries of a
 // directory are ordered by cookie, so "resume after cookie C" is a key
@@ -75,5 +78,17 @@ std::string done_op_by_time(uint64_t when_ns, uint64_t op_id);
 // address), each under its MDS's etcd lease (etcd_leader.h).
 inline constexpr std::string_view kMdsLeader = "mds_leader";
 inline constexpr std::string_view kMdsMemberPrefix = "mds_member/";
+// Client sessions and the files they hold open (cluster/session_table.h).
+inline constexpr std::string_view kSessionPrefix = "s/";
+inline constexpr std::string_view kSessionEnd = "s0";
+inline constexpr std::string_view kSessionOpenPrefix = "so/";
+inline constexpr std::string_view kSessionOpenEnd = "so0";
+inline constexpr std::string_view kOpenPrefix = "os/";
+inline constexpr std::string_view kOpenEnd = "os0";
+std::string session(uint64_t sid);
+std::string session_open(uint64_t sid, uint64_t ino);
+std::string session_opens_end(uint64_t sid);  // one past sid's "so/" keys
+std::string open_by(uint64_t ino, uint64_t sid);
+std::string opens_of_end(uint64_t ino);  // one past ino's "os/" keys
 
 }  // namespace surge::mds::keys

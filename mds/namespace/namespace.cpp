@@ -478,13 +478,13 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
     SURGE_RETURN_IF_ERROR(
         add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", req.op_id(),
                          b, &child));
+    // The open is recorded in the create's own commit: an unlink of the new
+    // name must see it open, and a create costs one store round trip.
+    if (req.session_id() != 0) sessions_->add_open_to(b, req.session_id(), child.attr().ino());
     Status st = kv_->commit(b, false);
     if (conflicted(st)) continue;
     SURGE_RETURN_IF_ERROR(st);
-    // Record the open before the directory unlocks: an unlink of the new
-    // name must see it open. (A session closed since the check above just
-    // does not hold the file open.)
-    if (req.session_id() != 0) (void)sessions_->add_open(req.session_id(), child.attr().ino());
+    if (req.session_id() != 0) sessions_->opened(req.session_id(), child.attr().ino());
     g.release();
     SURGE_RETURN_IF_ERROR(kv_->make_durable());
     to_wire(child.attr(), out->mutable_attr());
@@ -829,7 +829,8 @@ Result<bool> Namespace::orphan_record(uint64_t ino, records::InodeRecord* out) {
 
 Status Namespace::purge_orphan(uint64_t ino) {
   auto g = locks_.lock({ino});
-  if (sessions_->is_open(ino)) return Status::Busy("orphan " + ino_str(ino) + " is open again");
+  SURGE_ASSIGN_OR_RETURN(bool open, sessions_->is_open(ino));
+  if (open) return Status::Busy("orphan " + ino_str(ino) + " is open again");
   // Busy (the collector tries again later) when another MDS wrote the
   // record since this read.
   KvBatch b;

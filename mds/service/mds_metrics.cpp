@@ -52,7 +52,7 @@ void MdsMetrics::watch(const Sources& src) {
     probes_.push_back(registry_.probe(name, help, Type::kGauge, std::move(labels), std::move(read)));
   };
   if (const SessionTable* s = src.sessions) {
-    gauge("surge_mds_sessions", "Client sessions open.", {},
+    gauge("surge_mds_sessions", "Client sessions this MDS serves.", {},
           [s] { return static_cast<double>(s->session_count()); });
   }
   if (KvStore* kv = src.kv) {

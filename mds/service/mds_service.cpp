@@ -101,16 +101,18 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
       });
 
   // sessions
-  bind<MdsOpenSession>(
-      server, metrics, "open_session",
-      [&sessions](RpcContext& ctx, const OpenSessionRequest& req,
-                  OpenSessionReply& resp) -> Status {
-        resp.set_session_id(sessions.open_session(req.client_name() + " from " + ctx.peer()));
-        resp.set_heartbeat_interval_ms(sessions.options().heartbeat_interval_ms);
-        resp.set_session_timeout_ms(sessions.options().session_timeout_ms);
-        resp.set_setattr_reports_size(true);
-        return Status::OK();
-      });
+  bind<MdsOpenSession>(server, metrics, "open_session",
+                       [&sessions](RpcContext& ctx, const OpenSessionRequest& req,
+                                   OpenSessionReply& resp) -> Status {
+                         SURGE_ASSIGN_OR_RETURN(
+                             uint64_t id,
+                             sessions.open_session(req.client_name() + " from " + ctx.peer()));
+                         resp.set_session_id(id);
+                         resp.set_heartbeat_interval_ms(sessions.options().heartbeat_interval_ms);
+                         resp.set_session_timeout_ms(sessions.options().session_timeout_ms);
+                         resp.set_setattr_reports_size(true);
+                         return Status::OK();
+                       });
   bind<MdsSessionHeartbeat>(server, metrics, "session_heartbeat",
                             [&sessions, &map](RpcContext&, const SessionHeartbeatRequest& req,
                                               SessionHeartbeatReply& resp) -> Status {
@@ -123,15 +125,6 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
       [&sessions](RpcContext&, const CloseSessionRequest& req, CloseSessionReply&) -> Status {
         return sessions.close_session(req.session_id());
       });
-  bind<MdsHeldOpen>(
-      server, metrics, "held_open",
-      [&sessions](RpcContext&, const HeldOpenRequest& req, HeldOpenReply& resp) -> Status {
-        for (uint64_t ino : req.inos()) {
-          if (sessions.is_open(ino)) resp.add_open(ino);
-        }
-        return Status::OK();
-      });
-
   // namespace
 #define SURGE_MDS_BIND(Method, name, Req, Resp, call)                                            \
   bind<Method>(server, metrics, name, [&ns](RpcContext&, const Req& req, Resp& resp) -> Status { \

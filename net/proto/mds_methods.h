@@ -29,7 +29,7 @@ using MdsSessionHeartbeat =
     net::MethodDef<kServiceMds, 11, SessionHeartbeatRequest, SessionHeartbeatReply>;
 using MdsCloseSession = net::MethodDef<kServiceMds, 12, CloseSessionRequest, CloseSessionReply>;
 // between MDS: the open files of this MDS's sessions (orphan collection)
-using MdsHeldOpen = net::MethodDef<kServiceMds, 13, HeldOpenRequest, HeldOpenReply>;
+// 13: MdsHeldOpen, retired (sessions and open files are in the store now).
 
 // namespace operations. Every request carries Credentials; errors are
 // errno-exact Status codes (common/status.h).

@@ -79,7 +79,7 @@ void set_up() {
     r.set_free_bytes(50ull << 30);
     (void)must(g->map->register_target(r), "register target");
   }
-  g->sessions = std::make_unique<mds::SessionTable>(mds::SessionOptions{});
+  g->sessions = std::make_unique<mds::SessionTable>(g->kv.get(), mds::SessionOptions{}, false);
   mds::NamespaceOptions no;
   no.default_stripe_size = 64 * 1024;
   no.default_stripe_count = 2;
@@ -144,10 +144,6 @@ void write_seeds(const std::string& dir) {
     CloseSessionRequest cs;
     cs.set_session_id(1);
     all += rec<MdsCloseSession>(cs);
-    HeldOpenRequest ho;
-    ho.add_inos(1);
-    ho.add_inos(2);
-    all += rec<MdsHeldOpen>(ho);
     fuzz::write_seed(dir, "cluster_and_sessions", all);
   }
   {

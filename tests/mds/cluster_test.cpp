@@ -212,14 +212,14 @@ TEST_F(ClusterTest, TargetsThatReportNoFileSystemEachCount) {
 }
 
 TEST_F(ClusterTest, SessionOpenCloseAndExpiry) {
-  const uint64_t s = sessions_->open_session("host:1");
+  const uint64_t s = *sessions_->open_session("host:1");
   ASSERT_TRUE(sessions_->add_open(s, 42).ok());
-  EXPECT_TRUE(sessions_->is_open(42));
+  EXPECT_TRUE(*sessions_->is_open(42));
   sessions_->release_open(s, 42);
-  EXPECT_FALSE(sessions_->is_open(42));
+  EXPECT_FALSE(*sessions_->is_open(42));
   ASSERT_TRUE(sessions_->add_open(s, 43).ok());
-  EXPECT_EQ(sessions_->expire(SessionTable::Clock::now() + std::chrono::hours(1)), 1);
-  EXPECT_FALSE(sessions_->is_open(43));
+  EXPECT_EQ(expire_silent_sessions(), 1);
+  EXPECT_FALSE(*sessions_->is_open(43));
   EXPECT_EQ(sessions_->heartbeat(s).code(), Code::kNotFound);
 }
 
@@ -244,7 +244,7 @@ TEST_F(OrphanTest, UnlinkedFileObjectsRemovedThenInodeDeleted) {
 }
 
 TEST_F(OrphanTest, OpenUnlinkedFileIsKeptUntilClosed) {
-  const uint64_t s = sessions_->open_session("host:1");
+  const uint64_t s = *sessions_->open_session("host:1");
   auto f = create(kRoot, "f", 0644, root_cred(), true, s, O_RDWR);
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE(unlink(kRoot, "f").ok());
@@ -260,10 +260,10 @@ TEST_F(OrphanTest, OpenUnlinkedFileIsKeptUntilClosed) {
 }
 
 TEST_F(OrphanTest, ExpiredSessionReleasesItsOpens) {
-  const uint64_t s = sessions_->open_session("host:1");
+  const uint64_t s = *sessions_->open_session("host:1");
   auto f = create(kRoot, "f", 0644, root_cred(), true, s, O_RDWR);
   ASSERT_TRUE(unlink(kRoot, "f").ok());
-  sessions_->expire(SessionTable::Clock::now() + std::chrono::hours(1));
+  EXPECT_EQ(expire_silent_sessions(), 1);
   EXPECT_EQ(collector()->collect_once()->collected, 1u);
 }
 
@@ -292,7 +292,7 @@ TEST_F(OrphanTest, WaitingOrphansDoNotHoldUpTheOnesBehindThem) {
   OrphanCollectorOptions o;
   o.batch = 4;
   auto c = std::make_unique<OrphanCollector>(ns_.get(), map_.get(), sessions_.get(), &objects_, o);
-  const uint64_t s = sessions_->open_session("host:1");
+  const uint64_t s = *sessions_->open_session("host:1");
   std::vector<pb::Attr> held;
   for (int i = 0; i < 6; ++i) {
     const std::string name = "held" + std::to_string(i);
@@ -337,7 +337,7 @@ namespace {
 TEST_F(NamespaceTest, ReRecordedOpenOfUnlinkedFileKeepsIt) {
   auto f = create(kRoot, "f");
   ASSERT_TRUE(unlink(kRoot, "f").ok());
-  const uint64_t s = sessions_->open_session("host:1");
+  const uint64_t s = *sessions_->open_session("host:1");
   pb::OpenRequest o;
   *o.mutable_cred() = root_cred();
   o.set_session_id(s);

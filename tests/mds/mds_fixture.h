@@ -155,7 +155,8 @@ class NamespaceTest : public ::testing::Test {
     if (register_targets_) {
       ASSERT_NO_FATAL_FAILURE(register_targets(1, 3));
     }
-    sessions_ = std::make_unique<SessionTable>(session_opts_);
+    sessions_ = std::make_unique<SessionTable>(kv_.get(), session_opts_,
+                                               /*survives_restart=*/test::test_kv_is_etcd());
     auto ns = Namespace::Open(kv_.get(), map_.get(), sessions_.get(), &objects_, ns_opts_);
     ASSERT_TRUE(ns.ok()) << ns.status().ToString();
     ns_ = std::move(*ns);
@@ -209,6 +210,16 @@ class NamespaceTest : public ::testing::Test {
   void reopen() {
     close_all();
     open_all();
+  }
+  // The leader's expiry, seeing every session now and again an hour later
+  // with no beat stored between: those not stored meanwhile expire.
+  int expire_silent_sessions() {
+    const auto now = SessionTable::Clock::now();
+    auto first = sessions_->expire(now);
+    EXPECT_TRUE(first.ok()) << first.status().ToString();
+    auto later = sessions_->expire(now + std::chrono::hours(1));
+    EXPECT_TRUE(later.ok()) << later.status().ToString();
+    return later.ok() ? *later : -1;
   }
 
   Result<pb::Attr> mkdir(uint64_t parent, const std::string& name, uint32_t mode = 0755,

@@ -41,7 +41,7 @@ TEST_F(Resend, MkdirWithAnotherOrNoOpIdIsStillEexist) {
 }
 
 TEST_F(Resend, ExclusiveCreateResentAnswersWithTheSameFile) {
-  const uint64_t sid = sessions_->open_session("resend-test");
+  const uint64_t sid = *sessions_->open_session("resend-test");
   pb::CreateRequest r;
   *r.mutable_cred() = root_cred();
   r.set_parent(kRoot);

@@ -81,7 +81,7 @@ TEST_F(NsPrivs, OpenWithTruncByTheOwnerClearsSetuid) {
 
 TEST_F(NsPrivs, TruncateThroughAnOpenFileSkipsTheWriteCheck) {
   // open(O_CREAT|O_RDWR, 0) then ftruncate: allowed on Linux.
-  const uint64_t sid = sessions_->open_session("c");
+  const uint64_t sid = *sessions_->open_session("c");
   auto f = create(kRoot, "f", 0, cred(1000, 1000), true, sid, O_RDWR);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   auto r = truncate_req(f->ino(), cred(1000, 1000), 4096);
@@ -93,8 +93,8 @@ TEST_F(NsPrivs, TruncateThroughAnOpenFileSkipsTheWriteCheck) {
 }
 
 TEST_F(NsPrivs, TruncateThroughAFileOfAnotherSessionIsChecked) {
-  const uint64_t opener = sessions_->open_session("opener");
-  const uint64_t other = sessions_->open_session("other");
+  const uint64_t opener = *sessions_->open_session("opener");
+  const uint64_t other = *sessions_->open_session("other");
   auto f = create(kRoot, "f", 0, cred(1000, 1000), true, opener, O_RDWR);
   ASSERT_TRUE(f.ok());
   auto r = truncate_req(f->ino(), cred(1000, 1000));

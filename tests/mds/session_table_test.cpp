@@ -1,0 +1,169 @@
+// Sessions and open files in the store (mds/cluster/session_table.h): two
+// SessionTables on one store are two MDS serving one file system. What one
+// records the other must see, a client that fails over keeps its session
+// and its opens, and only silence judged by the leader's clock expires a
+// session. Runs on RocksDB and, as mds_concurrency_etcd_test, on etcd.
+#include <fcntl.h>
+
+#include "mds/namespace/keys.h"
+#include "tests/mds/mds_fixture.h"
+
+namespace surge::mds::testing {
+namespace {
+
+class SessionStoreTest : public NamespaceTest {
+ protected:
+  // The sessions of a second MDS on the fixture's store.
+  std::unique_ptr<SessionTable> other() {
+    return std::make_unique<SessionTable>(kv_.get(), session_opts_, test::test_kv_is_etcd());
+  }
+  static SessionTable::Clock::time_point at(int seconds) {
+    return t0_ + std::chrono::seconds(seconds);
+  }
+  static inline const SessionTable::Clock::time_point t0_ = SessionTable::Clock::now();
+};
+
+TEST_F(SessionStoreTest, AnOpenRecordedThroughOneMdsIsSeenByAnother) {
+  auto b = other();
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  EXPECT_TRUE(*b->is_open(42));
+  EXPECT_FALSE(*b->is_open(43));
+  sessions_->release_open(s, 42);
+  EXPECT_FALSE(*b->is_open(42));
+}
+
+TEST_F(SessionStoreTest, AClientThatFailsOverKeepsItsSessionAndItsOpenCounts) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());  // opened twice
+  auto b = other();
+  ASSERT_TRUE(b->heartbeat(s).ok()) << "the second MDS must adopt the stored session";
+  EXPECT_TRUE(b->holds_open(s, 42));
+  b->release_open(s, 42);
+  EXPECT_TRUE(*sessions_->is_open(42)) << "one of two opens released: still open";
+  b->release_open(s, 42);
+  EXPECT_FALSE(*sessions_->is_open(42));
+}
+
+TEST_F(SessionStoreTest, ACountChangedByAnotherMdsIsReadAgainNotOverwritten) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  auto b = other();
+  ASSERT_TRUE(b->add_open(s, 42).ok());  // count 2, written by b
+  sessions_->release_open(s, 42);        // a knew 1: must read 2 and leave 1
+  EXPECT_TRUE(*b->is_open(42));
+  b->release_open(s, 42);
+  EXPECT_FALSE(*b->is_open(42));
+}
+
+TEST_F(SessionStoreTest, BeatsStoredByAnyMdsKeepASessionAliveAtTheLeader) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  auto leader = other();
+  auto served_by_b = other();
+  // 100 s of passes, each second; the client heartbeats through the first
+  // MDS for 50 s, then through the second.
+  for (int t = 0; t <= 100; ++t) {
+    SessionTable& via = t < 50 ? *sessions_ : *served_by_b;
+    ASSERT_TRUE(via.heartbeat(s).ok()) << "t=" << t;
+    ASSERT_TRUE(via.flush_beats(at(t)).ok());
+    auto expired = leader->expire(at(t));
+    ASSERT_TRUE(expired.ok()) << expired.status().ToString();
+    ASSERT_EQ(*expired, 0) << "t=" << t;
+  }
+  EXPECT_TRUE(*leader->is_open(42));
+}
+
+TEST_F(SessionStoreTest, TheLeaderExpiresASessionWhoseBeatStoppedAndItsOpensGo) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  auto leader = other();
+  const int timeout_s = static_cast<int>(session_opts_.session_timeout_ms / 1000);
+  ASSERT_EQ(*leader->expire(at(0)), 0);
+  ASSERT_EQ(*leader->expire(at(timeout_s)), 0) << "silent for exactly the timeout: not yet";
+  ASSERT_EQ(*leader->expire(at(timeout_s + 1)), 1);
+  EXPECT_FALSE(*leader->is_open(42));
+  EXPECT_EQ(sessions_->add_open(s, 43).code(), Code::kNotFound)
+      << "an expired session takes no new open";
+  EXPECT_FALSE(*leader->is_open(43));
+  EXPECT_EQ(leader->heartbeat(s).code(), Code::kNotFound);
+}
+
+TEST_F(SessionStoreTest, ANewLeaderWaitsAFullTimeoutBeforeExpiring) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  auto leader = other();
+  ASSERT_EQ(*leader->expire(at(0)), 0);
+  leader->forget_observations();  // leadership lost and won again
+  ASSERT_EQ(*leader->expire(at(1000)), 0) << "first sight after forgetting";
+  EXPECT_TRUE(*leader->is_open(42));
+}
+
+TEST_F(SessionStoreTest, AMdsThatHeardTheClientLearnsOfTheExpiryAtItsNextFlush) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  auto leader = other();
+  ASSERT_EQ(*leader->expire(at(0)), 0);
+  ASSERT_EQ(*leader->expire(at(100)), 1);
+  // This MDS still serves it in memory; its flush finds it gone.
+  ASSERT_TRUE(sessions_->heartbeat(s).ok());
+  (void)sessions_->flush_beats(at(100));
+  EXPECT_EQ(sessions_->heartbeat(s).code(), Code::kNotFound);
+}
+
+TEST_F(SessionStoreTest, ACreateRecordsItsOpenInTheSameCommit) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  auto f = create(kRoot, "f", 0644, root_cred(), true, s, O_RDWR);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto b = other();
+  EXPECT_TRUE(*b->is_open(f->ino()));
+  EXPECT_TRUE(sessions_->holds_open(s, f->ino()));
+  pb::CloseRequest cl;
+  cl.set_session_id(s);
+  cl.set_ino(f->ino());
+  ASSERT_TRUE(ns_->close(cl).ok());
+  EXPECT_FALSE(*b->is_open(f->ino()));
+}
+
+TEST_F(SessionStoreTest, OpensLeftByAGoneSessionAreSweptByTheLeader) {
+  // An open written as its session expired: a record of a session that is
+  // not stored.
+  KvBatch stray;
+  stray.put(Space::kSystem, keys::session_open(777, 42), std::string("\0\0\0\1", 4));
+  stray.put(Space::kSystem, keys::open_by(42, 777), "");
+  ASSERT_TRUE(kv_->commit(stray).ok());
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 43).ok());
+  auto leader = other();
+  ASSERT_TRUE(*leader->is_open(42));
+  for (int t = 0; t < 60; ++t) {
+    ASSERT_TRUE(sessions_->heartbeat(s).ok());
+    ASSERT_TRUE(sessions_->flush_beats(at(t)).ok());
+    ASSERT_TRUE(leader->expire(at(t)).ok());
+  }
+  EXPECT_FALSE(*leader->is_open(42)) << "the stray open must be swept";
+  EXPECT_TRUE(*leader->is_open(43)) << "a live session's open must stay";
+}
+
+TEST_F(SessionStoreTest, ClosingASessionReleasesItsOpensForEveryMds) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  ASSERT_TRUE(sessions_->add_open(s, 43).ok());
+  ASSERT_TRUE(sessions_->close_session(s).ok());
+  auto b = other();
+  EXPECT_FALSE(*b->is_open(42));
+  EXPECT_FALSE(*b->is_open(43));
+  EXPECT_EQ(b->heartbeat(s).code(), Code::kNotFound);
+}
+
+TEST_F(SessionStoreTest, ClearingTheStoredSessionsDropsEveryRecord) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  SessionTable restarted(kv_.get(), session_opts_, false);
+  ASSERT_TRUE(restarted.clear_stored().ok());
+  EXPECT_FALSE(*restarted.is_open(42));
+  EXPECT_EQ(restarted.heartbeat(s).code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace surge::mds::testing
