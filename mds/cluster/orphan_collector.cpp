@@ -95,7 +95,7 @@ void OrphanCollector::loop() {
     if (stopping_) break;
     lk.unlock();
     const auto now = std::chrono::steady_clock::now();
-    if (Status fs = sessions_->flush_beats(now); !fs.ok()) SLOG_WARN("{}", fs.ToString());
+    if (Status fs = sessions_->flush(now); !fs.ok()) SLOG_WARN("{}", fs.ToString());
     if (Status rs = map_->refresh(); !rs.ok()) {
       SLOG_WARN("reading the cluster map again: {}", rs.ToString());
     }

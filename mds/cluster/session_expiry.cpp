@@ -1,6 +1,6 @@
 // SessionTable: liveness in the store. Every MDS writes the beats of the
-// sessions it heard from (flush_beats); the leader expires sessions whose
-// beat stopped (expire). See session_table.h.
+// sessions it heard from and their released opens (flush); the leader
+// expires sessions whose beat stopped (expire). See session_table.h.
 #include <unordered_set>
 
 #include "common/log.h"
@@ -90,6 +90,7 @@ Status SessionTable::store_beats(
     if (s->gone) {
       SLOG_WARN("{} of {} expired while its client talked to this MDS", session_name(sid),
                 s->client);
+      drop_opens(*s);
       forget(sid, s);
     } else if (!st.ok() && first.ok()) {
       first = st;
@@ -98,29 +99,41 @@ Status SessionTable::store_beats(
   return first;
 }
 
-Status SessionTable::flush_beats(Clock::time_point now) {
-  std::vector<std::pair<uint64_t, std::shared_ptr<Served>>> all, heard, silent;
+Status SessionTable::flush(Clock::time_point now) {
+  std::vector<std::pair<uint64_t, std::shared_ptr<Served>>> all, heard, silent, released;
   {
     std::lock_guard lk(mu_);  // never held while taking a session's mu
     all.assign(served_.begin(), served_.end());
   }
   for (const auto& [sid, s] : all) {
     std::lock_guard slk(s->mu);
+    if (s->released) released.emplace_back(sid, s);
     if (s->heard) {
       s->heard = false;
       heard.emplace_back(sid, s);
-    } else if (now - s->last_heard > std::chrono::milliseconds(opts_.session_timeout_ms)) {
+    } else if (survives_restart_ &&
+               now - s->last_heard > std::chrono::milliseconds(opts_.session_timeout_ms)) {
+      // (One MDS: its memory holds the opens; the session stays served
+      // until it expires.)
       silent.emplace_back(sid, s);
     }
   }
   // Silent here: the client went (the leader expires it) or talks to
   // another MDS now; it is adopted again if it comes back.
   for (const auto& [sid, s] : silent) forget(sid, s);
-  if (heard.empty()) return Status::OK();
+  Status first;
+  for (const auto& [sid, s] : released) {
+    std::lock_guard lk(s->mu);
+    if (s->gone) continue;
+    s->released = false;
+    if (Status st = store_releases(sid, *s); !st.ok()) {
+      s->released = true;  // the next pass tries again
+      if (first.ok()) first = st;
+    }
+  }
   // One batch for all while nothing conflicts (the common case: each
   // session's beat is written by the one MDS its client talks to).
   const size_t per_batch = std::max<size_t>(1, std::min<size_t>(kv_->max_batch_ops(), 512) / 2);
-  Status first;
   for (size_t at = 0; at < heard.size(); at += per_batch) {
     const size_t n = std::min(per_batch, heard.size() - at);
     KvBatch b;
@@ -149,7 +162,7 @@ Status SessionTable::flush_beats(Clock::time_point now) {
                                                                    heard.begin() + at + n);
     if (Status one = store_beats(part); !one.ok() && first.ok()) first = one;
   }
-  if (!first.ok()) return first.WithContext("storing session heartbeats");
+  if (!first.ok()) return first.WithContext("storing session heartbeats and closes");
   return Status::OK();
 }
 
@@ -159,6 +172,7 @@ void SessionTable::forget_observations() {
 }
 
 Status SessionTable::delete_opens_of(uint64_t sid) {
+  if (!survives_restart_) return Status::OK();  // counted in memory only
   // Both records of each open: by session, and by inode.
   std::vector<uint64_t> inos;
   const std::string from = keys::session_open(sid, 0);
@@ -224,6 +238,7 @@ Result<int> SessionTable::expire(Clock::time_point now) {
     if (auto s = find(sid)) {
       std::lock_guard slk(s->mu);
       s->gone = true;
+      drop_opens(*s);
       forget(sid, s);
     }
     records::SessionRecord rec;

@@ -131,8 +131,9 @@ Result<std::shared_ptr<SessionTable::Served>> SessionTable::serve(uint64_t sid) 
       kv_->scan(Space::kSystem, from, keys::session_opens_end(sid),
                 [&](std::string_view k, std::string_view v) {
                   if (k.size() == from.size()) {
+                    const uint32_t n = decode_count(v);
                     s->opens[keys::get_be64(k.substr(keys::kSessionOpenPrefix.size() + 8))] =
-                        decode_count(v);
+                        Served::Count{n, n};
                   }
                   return true;
                 }),
@@ -164,41 +165,63 @@ Status SessionTable::close_session(uint64_t session_id) {
   SURGE_RETURN_IF_ERROR_CTX(kv_->commit(b, survives_restart_),
                             "closing " + session_name(session_id));
   s->gone = true;
+  drop_opens(*s);
   forget(session_id, s);
   SLOG_INFO("{} of {} closed", session_name(session_id), s->client);
   return delete_opens_of(session_id);
 }
 
-Status SessionTable::change_count(Served& s, uint64_t sid, uint64_t ino, bool add) {
-  auto known = s.opens.find(ino);
-  uint32_t cur = known == s.opens.end() ? 0 : known->second;
-  for (int attempt = 0; attempt < kCountAttempts; ++attempt) {
-    const uint32_t next = add ? cur + 1 : (cur == 0 ? 0 : cur - 1);
-    if (next == cur) return Status::OK();  // a release of an open not held
-    KvBatch b;
-    // The session as last read or written here: an expired session takes
-    // no new open. Then the count this MDS knows (another MDS serving the
-    // same client meanwhile changes it: read again).
-    b.check(Space::kSystem, keys::session(sid), s.record);
-    const std::string key = keys::session_open(sid, ino);
-    b.check(Space::kSystem, key, cur == 0 ? std::nullopt : std::optional(encode_count(cur)));
-    if (next == 0) {
-      b.del(Space::kSystem, key);
-      b.del(Space::kSystem, keys::open_by(ino, sid));
-    } else {
-      b.put(Space::kSystem, key, encode_count(next));
-      if (cur == 0) b.put(Space::kSystem, keys::open_by(ino, sid), "");
+void SessionTable::count_locally(uint64_t ino, bool add) {
+  std::lock_guard lk(local_mu_);
+  if (add) {
+    ++local_opens_[ino];
+    return;
+  }
+  auto it = local_opens_.find(ino);
+  if (it != local_opens_.end() && --it->second == 0) local_opens_.erase(it);
+}
+
+void SessionTable::drop_opens(Served& s) {
+  if (!survives_restart_) {
+    for (const auto& [ino, c] : s.opens) {
+      for (uint32_t i = 0; i < c.live; ++i) count_locally(ino, false);
     }
-    Status st = kv_->commit(b, survives_restart_);
-    if (st.ok()) {
-      if (next == 0) {
-        s.opens.erase(ino);
-      } else {
-        s.opens[ino] = next;
-      }
+  }
+  s.opens.clear();
+}
+
+Status SessionTable::add_count(Served& s, uint64_t sid, uint64_t ino) {
+  Served::Count& c = s.opens[ino];
+  if (!survives_restart_) {  // one MDS: memory is the record
+    c.stored = ++c.live;
+    count_locally(ino, true);
+    return Status::OK();
+  }
+  for (int attempt = 0; attempt < kCountAttempts; ++attempt) {
+    if (c.stored > c.live) {  // a release not written yet: the store holds it open
+      ++c.live;
       return Status::OK();
     }
-    if (st.code() != Code::kBusy) return st;
+    KvBatch b;
+    // The session as last read or written here: an expired session takes
+    // no new open. Then the count as stored (another MDS serving the same
+    // client meanwhile changes it: read again).
+    b.check(Space::kSystem, keys::session(sid), s.record);
+    const std::string key = keys::session_open(sid, ino);
+    b.check(Space::kSystem, key,
+            c.stored == 0 ? std::nullopt : std::optional(encode_count(c.stored)));
+    b.put(Space::kSystem, key, encode_count(c.live + 1));
+    if (c.stored == 0) b.put(Space::kSystem, keys::open_by(ino, sid), "");
+    Status st = kv_->commit(b, survives_restart_);
+    if (st.ok()) {
+      ++c.live;
+      c.stored = c.live;
+      return Status::OK();
+    }
+    if (st.code() != Code::kBusy) {
+      if (c.live == 0 && c.stored == 0) s.opens.erase(ino);
+      return st;
+    }
     SURGE_ASSIGN_OR_RETURN(auto rec, kv_->get(Space::kSystem, keys::session(sid)));
     if (!rec) {
       s.gone = true;
@@ -206,17 +229,66 @@ Status SessionTable::change_count(Served& s, uint64_t sid, uint64_t ino, bool ad
     }
     s.record = *rec;
     SURGE_ASSIGN_OR_RETURN(auto stored, kv_->get(Space::kSystem, key));
-    cur = stored ? decode_count(*stored) : 0;
+    c.stored = stored ? decode_count(*stored) : 0;
   }
   return Status::Busy(session_name(sid) + ": the open count of inode " + std::to_string(ino) +
                       " keeps changing");
+}
+
+Status SessionTable::store_releases(uint64_t sid, Served& s) {
+  std::vector<uint64_t> inos;
+  for (const auto& [ino, c] : s.opens) {
+    if (c.stored > c.live) inos.push_back(ino);
+  }
+  const size_t per_batch = std::max<size_t>(1, std::min<size_t>(kv_->max_batch_ops(), 512) / 2);
+  for (size_t at = 0; at < inos.size(); at += per_batch) {
+    KvBatch b;
+    const size_t end = std::min(inos.size(), at + per_batch);
+    for (size_t i = at; i < end; ++i) {
+      const Served::Count& c = s.opens[inos[i]];
+      const std::string key = keys::session_open(sid, inos[i]);
+      b.check(Space::kSystem, key, encode_count(c.stored));
+      if (c.live == 0) {
+        b.del(Space::kSystem, key);
+        b.del(Space::kSystem, keys::open_by(inos[i], sid));
+      } else {
+        b.put(Space::kSystem, key, encode_count(c.live));
+      }
+    }
+    Status st = kv_->commit(b, survives_restart_);
+    if (st.code() == Code::kBusy) {
+      // Another MDS changed these counts (the client talks to it too):
+      // take the stored counts as held. That can only keep a file open
+      // longer (until the session ends), never release one still held.
+      for (size_t i = at; i < end; ++i) {
+        SURGE_ASSIGN_OR_RETURN(auto v, kv_->get(Space::kSystem, keys::session_open(sid, inos[i])));
+        const uint32_t n = v ? decode_count(*v) : 0;
+        if (n == 0) {
+          s.opens.erase(inos[i]);
+        } else {
+          s.opens[inos[i]] = Served::Count{n, n};
+        }
+      }
+      continue;
+    }
+    SURGE_RETURN_IF_ERROR_CTX(st, "storing the closes of " + session_name(sid));
+    for (size_t i = at; i < end; ++i) {
+      Served::Count& c = s.opens[inos[i]];
+      if (c.live == 0) {
+        s.opens.erase(inos[i]);
+      } else {
+        c.stored = c.live;
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Status SessionTable::add_open(uint64_t session_id, uint64_t ino) {
   SURGE_ASSIGN_OR_RETURN(auto s, serve(session_id));
   std::lock_guard lk(s->mu);
   if (s->gone) return unknown_session(session_id);
-  Status st = change_count(*s, session_id, ino, true);
+  Status st = add_count(*s, session_id, ino);
   if (s->gone) forget(session_id, s);
   SURGE_RETURN_IF_ERROR_CTX(st, "recording an open of inode " + std::to_string(ino));
   s->last_heard = Clock::now();
@@ -225,6 +297,7 @@ Status SessionTable::add_open(uint64_t session_id, uint64_t ino) {
 }
 
 void SessionTable::add_open_to(KvBatch& batch, uint64_t session_id, uint64_t ino) const {
+  if (!survives_restart_) return;  // counted in memory by opened()
   // A new inode: no count to check. Should the session expire before the
   // batch commits, its open is a stray the leader's sweep deletes.
   batch.put(Space::kSystem, keys::session_open(session_id, ino), encode_count(1));
@@ -235,7 +308,10 @@ void SessionTable::opened(uint64_t session_id, uint64_t ino) {
   auto s = find(session_id);
   if (!s) return;
   std::lock_guard lk(s->mu);
-  ++s->opens[ino];
+  Served::Count& c = s->opens[ino];
+  ++c.live;
+  ++c.stored;  // the create's commit stored its count
+  if (!survives_restart_) count_locally(ino, true);
   s->last_heard = Clock::now();
   s->heard = true;
 }
@@ -244,18 +320,24 @@ void SessionTable::release_open(uint64_t session_id, uint64_t ino) {
   auto s = serve(session_id);
   if (!s.ok()) return;  // unknown: its opens went with it
   std::lock_guard lk((*s)->mu);
-  if ((*s)->gone) return;
-  Status st = change_count(**s, session_id, ino, false);
-  if ((*s)->gone) forget(session_id, *s);
-  if (!st.ok() && st.code() != Code::kNotFound) {
-    SLOG_WARN(
-        "{}: releasing its open of inode {}: {} (the file is collected once the session "
-        "ends)",
-        session_name(session_id), ino, st.ToString());
+  auto it = (*s)->opens.find(ino);
+  if ((*s)->gone || it == (*s)->opens.end() || it->second.live == 0) return;
+  --it->second.live;
+  (*s)->heard = true;
+  if (!survives_restart_) {
+    it->second.stored = it->second.live;
+    count_locally(ino, false);
+    if (it->second.live == 0) (*s)->opens.erase(it);
+    return;
   }
+  (*s)->released = true;
 }
 
 Result<bool> SessionTable::is_open(uint64_t ino) const {
+  if (!survives_restart_) {
+    std::lock_guard lk(local_mu_);
+    return local_opens_.count(ino) != 0;
+  }
   bool open = false;
   SURGE_RETURN_IF_ERROR_CTX(
       kv_->scan(Space::kSystem, keys::open_by(ino, 0), keys::opens_of_end(ino),
@@ -271,7 +353,9 @@ bool SessionTable::holds_open(uint64_t session_id, uint64_t ino) {
   auto s = serve(session_id);
   if (!s.ok()) return false;
   std::lock_guard lk((*s)->mu);
-  return !(*s)->gone && (*s)->opens.count(ino) != 0;
+  if ((*s)->gone) return false;
+  auto it = (*s)->opens.find(ino);
+  return it != (*s)->opens.end() && it->second.live > 0;
 }
 
 size_t SessionTable::session_count() const {

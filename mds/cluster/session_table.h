@@ -8,11 +8,14 @@
 //   "s/"  sid            -> SessionRecord {client, beat}
 //   "so/" sid ino        -> count of opens of ino by the session
 //   "os/" ino sid        -> ""  (the same open, found by inode)
-// An open is recorded before the open (or create) is answered; a close
-// deletes it. The MDS a client talks to keeps that session's records in
-// memory too (the counts it writes); a session it has not served yet (the
-// client failed over from another MDS) is adopted on first contact: read
-// from the store, with its opens, so nothing needs reporting again.
+// An open is in the store before the open (or create) is answered. A close
+// only lowers the count in memory; the background pass writes it (a late
+// release only delays a collection, never loses data), and an open of a
+// file whose release is not written yet needs no store write at all. The
+// MDS a client talks to keeps that session's counts in memory; a session it
+// has not served yet (the client failed over from another MDS) is adopted
+// on first contact: read from the store, with its opens, so nothing needs
+// reporting again.
 //
 // Liveness is a lease judged by one clock: a heartbeat is noted in memory,
 // and each MDS's background pass writes one batch that advances `beat` for
@@ -24,9 +27,11 @@
 //
 // survives_restart (etcd: every commit is durable and other MDS serve the
 // same sessions): the records outlive this process. Otherwise (one MDS on
-// RocksDB, whose session writes are not synced) clear_stored() drops the
-// previous run's at start, clients open new sessions and report their open
-// files again, and the collector waits its startup grace for them.
+// RocksDB) nobody else reads them and nothing survives: open counts stay in
+// memory (no store write per open, as before sessions were shared), session
+// records are written unsynced, clear_stored() drops the previous run's at
+// start, clients open new sessions and report their open files again, and
+// the collector waits its startup grace for them.
 #pragma once
 
 #include <chrono>
@@ -76,8 +81,8 @@ class SessionTable {
   // After the batch committed, call opened() with the same arguments.
   void add_open_to(KvBatch& batch, uint64_t session_id, uint64_t ino) const;
   void opened(uint64_t session_id, uint64_t ino);
-  // Releases one open (no-op when not held; a failure to write is logged
-  // and leaves the open recorded, which only delays collection).
+  // Releases one open (no-op when not held), in memory: the next flush()
+  // writes it.
   void release_open(uint64_t session_id, uint64_t ino);
   // Whether any session, served by any MDS, holds ino open.
   Result<bool> is_open(uint64_t ino) const;
@@ -85,9 +90,10 @@ class SessionTable {
   bool holds_open(uint64_t session_id, uint64_t ino);
 
   // Every MDS, each background pass: stores the beat of every session heard
-  // from here since the last call, and forgets sessions silent here past the
-  // timeout (their records stay for the leader to judge).
-  Status flush_beats(Clock::time_point now);
+  // from here since the last call and the releases of its opens, and
+  // forgets sessions silent here past the timeout (their records stay for
+  // the leader to judge).
+  Status flush(Clock::time_point now);
   // The leader, each background pass: expires stored sessions whose beat
   // has not moved for the timeout since this table first saw it; returns
   // how many. Every 60th call also deletes opens left by a session that is
@@ -110,9 +116,16 @@ class SessionTable {
     std::string client;
     std::string record;  // SessionRecord bytes, as stored
     Clock::time_point last_heard;
-    bool heard = false;                            // a heartbeat or open since the last flush
-    bool gone = false;                             // no longer stored (expired or closed)
-    std::unordered_map<uint64_t, uint32_t> opens;  // ino -> count
+    bool heard = false;     // a heartbeat or open since the last flush
+    bool released = false;  // an open released since the last flush
+    bool gone = false;      // no longer stored (expired or closed)
+    // ino -> opens held (live) and as stored (>= live; above it until the
+    // releases are written).
+    struct Count {
+      uint32_t live = 0;
+      uint32_t stored = 0;
+    };
+    std::unordered_map<uint64_t, Count> opens;
   };
   struct Seen {
     uint64_t beat = 0;
@@ -124,8 +137,15 @@ class SessionTable {
   // serve it yet; NotFound when it is not stored.
   Result<std::shared_ptr<Served>> serve(uint64_t sid);
   void forget(uint64_t sid, const std::shared_ptr<Served>& s);
-  // Under s.mu: one open more or less of ino, in the store then in s.
-  Status change_count(Served& s, uint64_t sid, uint64_t ino, bool add);
+  // Under s.mu: one open more of ino, in the store (unless it still holds
+  // a higher count) then in s.
+  Status add_count(Served& s, uint64_t sid, uint64_t ino);
+  // Under s.mu: writes the counts released since the last flush.
+  Status store_releases(uint64_t sid, Served& s);
+  // Not survives_restart: the opens of every session, by inode.
+  void count_locally(uint64_t ino, bool add);
+  // Under s.mu, the session gone: its opens no longer count.
+  void drop_opens(Served& s);
   // Writes advanced beats of these sessions (one batch; one by one when it
   // conflicts).
   Status store_beats(const std::vector<std::pair<uint64_t, std::shared_ptr<Served>>>& heard);
@@ -139,6 +159,8 @@ class SessionTable {
   mutable std::mutex mu_;
   std::mt19937_64 rng_;
   std::unordered_map<uint64_t, std::shared_ptr<Served>> served_;
+  mutable std::mutex local_mu_;                         // taken last
+  std::unordered_map<uint64_t, uint32_t> local_opens_;  // ino -> opens (not survives_restart)
   std::mutex expire_mu_;  // the leader's observations
   std::unordered_map<uint64_t, Seen> seen_;
   uint64_t expire_calls_ = 0;

@@ -155,8 +155,7 @@ class NamespaceTest : public ::testing::Test {
     if (register_targets_) {
       ASSERT_NO_FATAL_FAILURE(register_targets(1, 3));
     }
-    sessions_ = std::make_unique<SessionTable>(kv_.get(), session_opts_,
-                                               /*survives_restart=*/test::test_kv_is_etcd());
+    sessions_ = std::make_unique<SessionTable>(kv_.get(), session_opts_, sessions_shared_);
     auto ns = Namespace::Open(kv_.get(), map_.get(), sessions_.get(), &objects_, ns_opts_);
     ASSERT_TRUE(ns.ok()) << ns.status().ToString();
     ns_ = std::move(*ns);
@@ -386,6 +385,9 @@ class NamespaceTest : public ::testing::Test {
   bool register_targets_ = true;
   ClusterMapOptions map_opts_;
   SessionOptions session_opts_;
+  // Sessions as several MDS share them (in the store), as on etcd; else as
+  // one MDS on RocksDB keeps them (open counts in memory).
+  bool sessions_shared_ = test::test_kv_is_etcd();
   NamespaceOptions ns_opts_;
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<ClusterMap> map_;

@@ -13,9 +13,24 @@ namespace {
 
 class SessionStoreTest : public NamespaceTest {
  protected:
+  void SetUp() override {
+    sessions_shared_ = true;  // on RocksDB too: the same code as on etcd
+    NamespaceTest::SetUp();
+  }
   // The sessions of a second MDS on the fixture's store.
   std::unique_ptr<SessionTable> other() {
-    return std::make_unique<SessionTable>(kv_.get(), session_opts_, test::test_kv_is_etcd());
+    return std::make_unique<SessionTable>(kv_.get(), session_opts_, true);
+  }
+  // Keys of the store's open records (by inode).
+  size_t stored_opens() {
+    size_t n = 0;
+    EXPECT_TRUE(kv_->scan(Space::kSystem, keys::kOpenPrefix, keys::kOpenEnd,
+                          [&](std::string_view, std::string_view) {
+                            ++n;
+                            return true;
+                          })
+                    .ok());
+    return n;
   }
   static SessionTable::Clock::time_point at(int seconds) {
     return t0_ + std::chrono::seconds(seconds);
@@ -30,7 +45,25 @@ TEST_F(SessionStoreTest, AnOpenRecordedThroughOneMdsIsSeenByAnother) {
   EXPECT_TRUE(*b->is_open(42));
   EXPECT_FALSE(*b->is_open(43));
   sessions_->release_open(s, 42);
+  EXPECT_TRUE(*b->is_open(42)) << "a release is stored by the next pass, not at once";
+  ASSERT_TRUE(sessions_->flush(at(0)).ok());
   EXPECT_FALSE(*b->is_open(42));
+}
+
+TEST_F(SessionStoreTest, AnOpenAfterAReleaseNotYetStoredCostsNoStoreWrite) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  sessions_->release_open(s, 42);
+  // The store still says open: the next open only counts in memory, and
+  // the pass then has nothing to write for it.
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  ASSERT_TRUE(sessions_->flush(at(0)).ok());
+  EXPECT_TRUE(*sessions_->is_open(42));
+  EXPECT_TRUE(sessions_->holds_open(s, 42));
+  sessions_->release_open(s, 42);
+  EXPECT_FALSE(sessions_->holds_open(s, 42));
+  ASSERT_TRUE(sessions_->flush(at(1)).ok());
+  EXPECT_FALSE(*sessions_->is_open(42));
 }
 
 TEST_F(SessionStoreTest, AClientThatFailsOverKeepsItsSessionAndItsOpenCounts) {
@@ -41,19 +74,33 @@ TEST_F(SessionStoreTest, AClientThatFailsOverKeepsItsSessionAndItsOpenCounts) {
   ASSERT_TRUE(b->heartbeat(s).ok()) << "the second MDS must adopt the stored session";
   EXPECT_TRUE(b->holds_open(s, 42));
   b->release_open(s, 42);
+  ASSERT_TRUE(b->flush(at(0)).ok());
   EXPECT_TRUE(*sessions_->is_open(42)) << "one of two opens released: still open";
   b->release_open(s, 42);
+  ASSERT_TRUE(b->flush(at(1)).ok());
   EXPECT_FALSE(*sessions_->is_open(42));
 }
 
-TEST_F(SessionStoreTest, ACountChangedByAnotherMdsIsReadAgainNotOverwritten) {
+TEST_F(SessionStoreTest, AReleaseOnACountAnotherMdsChangedNeverClosesAHeldFile) {
   const uint64_t s = *sessions_->open_session("client-a");
   ASSERT_TRUE(sessions_->add_open(s, 42).ok());
   auto b = other();
   ASSERT_TRUE(b->add_open(s, 42).ok());  // count 2, written by b
-  sessions_->release_open(s, 42);        // a knew 1: must read 2 and leave 1
-  EXPECT_TRUE(*b->is_open(42));
+  sessions_->release_open(s, 42);        // a knew 1: writing 0 would drop b's open
+  ASSERT_TRUE(sessions_->flush(at(0)).ok());
+  EXPECT_TRUE(*b->is_open(42)) << "the open held through b was released";
+}
+
+TEST_F(SessionStoreTest, ReleasesThroughTwoMdsInTurnCloseTheFile) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  ASSERT_TRUE(sessions_->add_open(s, 42).ok());
+  auto b = other();
+  ASSERT_TRUE(b->add_open(s, 42).ok());  // count 2
   b->release_open(s, 42);
+  ASSERT_TRUE(b->flush(at(0)).ok());  // 1, as a knows it
+  EXPECT_TRUE(*b->is_open(42));
+  sessions_->release_open(s, 42);
+  ASSERT_TRUE(sessions_->flush(at(0)).ok());
   EXPECT_FALSE(*b->is_open(42));
 }
 
@@ -67,7 +114,7 @@ TEST_F(SessionStoreTest, BeatsStoredByAnyMdsKeepASessionAliveAtTheLeader) {
   for (int t = 0; t <= 100; ++t) {
     SessionTable& via = t < 50 ? *sessions_ : *served_by_b;
     ASSERT_TRUE(via.heartbeat(s).ok()) << "t=" << t;
-    ASSERT_TRUE(via.flush_beats(at(t)).ok());
+    ASSERT_TRUE(via.flush(at(t)).ok());
     auto expired = leader->expire(at(t));
     ASSERT_TRUE(expired.ok()) << expired.status().ToString();
     ASSERT_EQ(*expired, 0) << "t=" << t;
@@ -107,7 +154,7 @@ TEST_F(SessionStoreTest, AMdsThatHeardTheClientLearnsOfTheExpiryAtItsNextFlush) 
   ASSERT_EQ(*leader->expire(at(100)), 1);
   // This MDS still serves it in memory; its flush finds it gone.
   ASSERT_TRUE(sessions_->heartbeat(s).ok());
-  (void)sessions_->flush_beats(at(100));
+  (void)sessions_->flush(at(100));
   EXPECT_EQ(sessions_->heartbeat(s).code(), Code::kNotFound);
 }
 
@@ -122,6 +169,7 @@ TEST_F(SessionStoreTest, ACreateRecordsItsOpenInTheSameCommit) {
   cl.set_session_id(s);
   cl.set_ino(f->ino());
   ASSERT_TRUE(ns_->close(cl).ok());
+  ASSERT_TRUE(sessions_->flush(at(0)).ok());
   EXPECT_FALSE(*b->is_open(f->ino()));
 }
 
@@ -138,7 +186,7 @@ TEST_F(SessionStoreTest, OpensLeftByAGoneSessionAreSweptByTheLeader) {
   ASSERT_TRUE(*leader->is_open(42));
   for (int t = 0; t < 60; ++t) {
     ASSERT_TRUE(sessions_->heartbeat(s).ok());
-    ASSERT_TRUE(sessions_->flush_beats(at(t)).ok());
+    ASSERT_TRUE(sessions_->flush(at(t)).ok());
     ASSERT_TRUE(leader->expire(at(t)).ok());
   }
   EXPECT_FALSE(*leader->is_open(42)) << "the stray open must be swept";
@@ -161,8 +209,29 @@ TEST_F(SessionStoreTest, ClearingTheStoredSessionsDropsEveryRecord) {
   ASSERT_TRUE(sessions_->add_open(s, 42).ok());
   SessionTable restarted(kv_.get(), session_opts_, false);
   ASSERT_TRUE(restarted.clear_stored().ok());
-  EXPECT_FALSE(*restarted.is_open(42));
-  EXPECT_EQ(restarted.heartbeat(s).code(), Code::kNotFound);
+  EXPECT_EQ(stored_opens(), 0u);
+  auto b = other();
+  EXPECT_FALSE(*b->is_open(42));
+  EXPECT_EQ(b->heartbeat(s).code(), Code::kNotFound);
+}
+
+// One MDS on RocksDB: nobody else reads the opens, so they are counted in
+// memory, with no store write per open or close.
+TEST_F(SessionStoreTest, ASoleMdsCountsOpensInMemoryAndStoresNone) {
+  SessionTable sole(kv_.get(), session_opts_, false);
+  const uint64_t s = *sole.open_session("client-a");
+  ASSERT_TRUE(sole.add_open(s, 42).ok());
+  ASSERT_TRUE(sole.add_open(s, 42).ok());
+  EXPECT_TRUE(*sole.is_open(42));
+  EXPECT_EQ(stored_opens(), 0u);
+  sole.release_open(s, 42);
+  EXPECT_TRUE(*sole.is_open(42));
+  sole.release_open(s, 42);
+  EXPECT_FALSE(*sole.is_open(42)) << "released at once, no pass needed";
+  ASSERT_TRUE(sole.add_open(s, 43).ok());
+  ASSERT_EQ(*sole.expire(at(0)), 0);
+  ASSERT_EQ(*sole.expire(at(100)), 1);
+  EXPECT_FALSE(*sole.is_open(43)) << "an expired session's opens must go";
 }
 
 }  // namespace
