@@ -66,6 +66,7 @@ Status SessionTable::store_beat(uint64_t sid, Served& s) {
     Status st = kv_->commit(b, false);
     if (st.ok()) {
       s.record = next;
+      s.last_stored = Clock::now();
       return st;
     }
     if (st.code() != Code::kBusy) return st;
@@ -151,6 +152,7 @@ Status SessionTable::flush(Clock::time_point now) {
         const auto& s = heard[at + i].second;
         std::lock_guard lk(s->mu);
         s->record = next[i];
+        s->last_stored = Clock::now();
       }
       continue;
     }

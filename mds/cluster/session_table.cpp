@@ -89,7 +89,7 @@ Result<uint64_t> SessionTable::open_session(const std::string& client_name) {
     auto s = std::make_shared<Served>();
     s->client = client_name;
     s->record = bytes;
-    s->last_heard = Clock::now();
+    s->last_heard = s->last_stored = Clock::now();
     {
       std::lock_guard lk(mu_);
       served_[id] = s;
@@ -125,7 +125,7 @@ Result<std::shared_ptr<SessionTable::Served>> SessionTable::serve(uint64_t sid) 
   auto s = std::make_shared<Served>();
   s->client = rec.client();
   s->record = *bytes;
-  s->last_heard = Clock::now();
+  s->last_heard = s->last_stored = Clock::now();
   const std::string from = keys::session_open(sid, 0);
   SURGE_RETURN_IF_ERROR_CTX(
       kv_->scan(Space::kSystem, from, keys::session_opens_end(sid),
@@ -198,7 +198,10 @@ Status SessionTable::add_count(Served& s, uint64_t sid, uint64_t ino) {
     return Status::OK();
   }
   for (int attempt = 0; attempt < kCountAttempts; ++attempt) {
-    if (c.stored > c.live) {  // a release not written yet: the store holds it open
+    // A release not written yet: the store holds it open, and the session
+    // was confirmed well within the timeout, so it is still stored.
+    if (c.stored > c.live &&
+        Clock::now() - s.last_stored < std::chrono::milliseconds(opts_.session_timeout_ms / 2)) {
       ++c.live;
       return Status::OK();
     }
@@ -216,6 +219,7 @@ Status SessionTable::add_count(Served& s, uint64_t sid, uint64_t ino) {
     if (st.ok()) {
       ++c.live;
       c.stored = c.live;
+      s.last_stored = Clock::now();
       return Status::OK();
     }
     if (st.code() != Code::kBusy) {
@@ -228,6 +232,7 @@ Status SessionTable::add_count(Served& s, uint64_t sid, uint64_t ino) {
       return unknown_session(sid);
     }
     s.record = *rec;
+    s.last_stored = Clock::now();
     SURGE_ASSIGN_OR_RETURN(auto stored, kv_->get(Space::kSystem, key));
     c.stored = stored ? decode_count(*stored) : 0;
   }
@@ -306,8 +311,9 @@ void SessionTable::add_open_to(KvBatch& batch, uint64_t session_id, uint64_t ino
 
 void SessionTable::opened(uint64_t session_id, uint64_t ino) {
   auto s = find(session_id);
-  if (!s) return;
+  if (!s) return;  // adopted from the store when it is next used
   std::lock_guard lk(s->mu);
+  if (s->gone) return;  // its opens went with it
   Served::Count& c = s->opens[ino];
   ++c.live;
   ++c.stored;  // the create's commit stored its count

@@ -116,6 +116,10 @@ class SessionTable {
     std::string client;
     std::string record;  // SessionRecord bytes, as stored
     Clock::time_point last_heard;
+    // When the store last confirmed the session (written or read): an open
+    // answered from memory alone must be recent enough that the leader
+    // cannot have expired the session meanwhile.
+    Clock::time_point last_stored;
     bool heard = false;     // a heartbeat or open since the last flush
     bool released = false;  // an open released since the last flush
     bool gone = false;      // no longer stored (expired or closed)

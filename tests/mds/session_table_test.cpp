@@ -5,6 +5,8 @@
 // session. Runs on RocksDB and, as mds_concurrency_etcd_test, on etcd.
 #include <fcntl.h>
 
+#include <thread>
+
 #include "mds/namespace/keys.h"
 #include "tests/mds/mds_fixture.h"
 
@@ -64,6 +66,22 @@ TEST_F(SessionStoreTest, AnOpenAfterAReleaseNotYetStoredCostsNoStoreWrite) {
   EXPECT_FALSE(sessions_->holds_open(s, 42));
   ASSERT_TRUE(sessions_->flush(at(1)).ok());
   EXPECT_FALSE(*sessions_->is_open(42));
+}
+
+TEST_F(SessionStoreTest, AReopenFromMemoryIsRefusedOnceTheLeaderCouldHaveExpiredTheSession) {
+  session_opts_.session_timeout_ms = 200;
+  auto a = other();  // with the short timeout
+  const uint64_t s = *a->open_session("client-a");
+  ASSERT_TRUE(a->add_open(s, 42).ok());
+  a->release_open(s, 42);  // not written yet: the store still says open
+  auto leader = other();
+  ASSERT_EQ(*leader->expire(at(0)), 0);
+  ASSERT_EQ(*leader->expire(at(100)), 1);
+  // Past half the timeout since the store last confirmed the session, a
+  // reopen must ask the store, which no longer has it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_EQ(a->add_open(s, 42).code(), Code::kNotFound);
+  EXPECT_FALSE(*leader->is_open(42));
 }
 
 TEST_F(SessionStoreTest, AClientThatFailsOverKeepsItsSessionAndItsOpenCounts) {
