@@ -1,6 +1,8 @@
-// SessionTable: liveness in the store. Every MDS writes the beats of the
-// sessions it heard from and their released opens (flush); the leader
-// expires sessions whose beat stopped (expire). See session_table.h.
+// SessionTable: liveness and housekeeping in the store. Every MDS writes
+// the beats of the sessions it heard from and their released opens
+// (flush); the leader expires sessions whose beat stopped (expire) and
+// sweeps stray opens; a sole MDS clears the last run's (clear_stored).
+// See session_table.h.
 #include <unordered_set>
 
 #include "common/log.h"
@@ -56,6 +58,25 @@ Result<size_t> delete_keys(KvStore* kv, const std::string& begin, const std::str
 }
 
 }  // namespace
+
+size_t SessionTable::pairs_per_batch() const {
+  return std::max<size_t>(1, std::min<size_t>(kv_->max_batch_ops(), 512) / 2);
+}
+
+Status SessionTable::clear_stored() {
+  const std::pair<std::string_view, std::string_view> ranges[] = {
+      {keys::kSessionPrefix, keys::kSessionEnd},
+      {keys::kSessionOpenPrefix, keys::kSessionOpenEnd},
+      {keys::kOpenPrefix, keys::kOpenEnd}};
+  size_t cleared = 0;
+  for (const auto& [begin, end] : ranges) {
+    SURGE_ASSIGN_OR_RETURN(size_t n, delete_keys(kv_, std::string(begin), std::string(end),
+                                                 [](std::string_view) { return false; }));
+    cleared += n;
+  }
+  if (cleared > 0) SLOG_INFO("dropped {} session records of the last run", cleared);
+  return Status::OK();
+}
 
 Status SessionTable::store_beat(uint64_t sid, Served& s) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -134,7 +155,7 @@ Status SessionTable::flush(Clock::time_point now) {
   }
   // One batch for all while nothing conflicts (the common case: each
   // session's beat is written by the one MDS its client talks to).
-  const size_t per_batch = std::max<size_t>(1, std::min<size_t>(kv_->max_batch_ops(), 512) / 2);
+  const size_t per_batch = pairs_per_batch();
   for (size_t at = 0; at < heard.size(); at += per_batch) {
     const size_t n = std::min(per_batch, heard.size() - at);
     KvBatch b;
@@ -187,7 +208,7 @@ Status SessionTable::delete_opens_of(uint64_t sid) {
                   return true;
                 }),
       "listing the open files of " + session_name(sid));
-  const size_t per_batch = std::max<size_t>(1, std::min<size_t>(kv_->max_batch_ops(), 1024) / 2);
+  const size_t per_batch = pairs_per_batch();
   for (size_t at = 0; at < inos.size(); at += per_batch) {
     KvBatch b;
     for (size_t i = at; i < std::min(inos.size(), at + per_batch); ++i) {

@@ -41,32 +41,6 @@ Status unknown_session(uint64_t sid) {
 SessionTable::SessionTable(KvStore* kv, SessionOptions o, bool survives_restart)
     : kv_(kv), opts_(o), survives_restart_(survives_restart), rng_(std::random_device{}()) {}
 
-Status SessionTable::clear_stored() {
-  const std::pair<std::string_view, std::string_view> ranges[] = {
-      {keys::kSessionPrefix, keys::kSessionEnd},
-      {keys::kSessionOpenPrefix, keys::kSessionOpenEnd},
-      {keys::kOpenPrefix, keys::kOpenEnd}};
-  const size_t per_batch = std::min<size_t>(kv_->max_batch_ops(), 1024);
-  size_t cleared = 0;
-  for (const auto& [begin, end] : ranges) {
-    for (;;) {
-      KvBatch b;
-      size_t n = 0;
-      SURGE_RETURN_IF_ERROR_CTX(kv_->scan(Space::kSystem, begin, end,
-                                          [&](std::string_view k, std::string_view) {
-                                            b.del(Space::kSystem, std::string(k));
-                                            return ++n < per_batch;
-                                          }),
-                                "listing the sessions of the last run");
-      if (n == 0) break;
-      SURGE_RETURN_IF_ERROR_CTX(kv_->commit(b, false), "deleting the sessions of the last run");
-      cleared += n;
-    }
-  }
-  if (cleared > 0) SLOG_INFO("dropped {} session records of the last run", cleared);
-  return Status::OK();
-}
-
 Result<uint64_t> SessionTable::open_session(const std::string& client_name) {
   for (int attempt = 0; attempt < kCountAttempts; ++attempt) {
     uint64_t id = 0;
@@ -245,7 +219,7 @@ Status SessionTable::store_releases(uint64_t sid, Served& s) {
   for (const auto& [ino, c] : s.opens) {
     if (c.stored > c.live) inos.push_back(ino);
   }
-  const size_t per_batch = std::max<size_t>(1, std::min<size_t>(kv_->max_batch_ops(), 512) / 2);
+  const size_t per_batch = pairs_per_batch();
   for (size_t at = 0; at < inos.size(); at += per_batch) {
     KvBatch b;
     const size_t end = std::min(inos.size(), at + per_batch);

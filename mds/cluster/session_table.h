@@ -155,6 +155,8 @@ class SessionTable {
   Status store_beats(const std::vector<std::pair<uint64_t, std::shared_ptr<Served>>>& heard);
   Status store_beat(uint64_t sid, Served& s);
   Status delete_opens_of(uint64_t sid);
+  // Sessions (or opens, two keys each) per batch, within the store's limit.
+  size_t pairs_per_batch() const;
   Status sweep_stray_opens();
 
   KvStore* kv_;

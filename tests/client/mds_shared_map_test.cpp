@@ -108,6 +108,18 @@ class MdsSharedMapTest : public MdsDaemonTest {
         << "the two MDS never agreed on a leader";
   }
 
+  // Which MDS leads (as the first hands it out), and the other.
+  struct Roles {
+    std::string leader, follower, leader_log;
+    DaemonProcess* follower_process = nullptr;
+  };
+  void roles(Roles* out) {
+    auto first = map_of(address_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    const bool a_leads = first->mds_leader() == address_;
+    *out = a_leads ? Roles{address_, b_, a_log(), &second_} : Roles{b_, address_, b_log(), &mds_};
+  }
+
   Result<std::unique_ptr<Client>> connect(
       const std::string& addresses,
       std::chrono::milliseconds mds_timeout = std::chrono::seconds(30)) {
@@ -240,11 +252,9 @@ TEST_F(MdsSharedMapTest, AFileOpenThroughOneMdsOutlivesItsUnlinkThroughTheLeader
   start_second();
   start_data_servers(address_ + "," + b_);
   ASSERT_NO_FATAL_FAILURE(wait_cluster_ready());
-  auto first = map_of(address_);
-  ASSERT_TRUE(first.ok());
-  const bool a_leads = first->mds_leader() == address_;
-  const std::string leader = a_leads ? address_ : b_, follower = a_leads ? b_ : address_;
-  const std::string leader_log = a_leads ? a_log() : b_log();
+  Roles r;
+  ASSERT_NO_FATAL_FAILURE(roles(&r));
+  const std::string &leader = r.leader, &follower = r.follower, &leader_log = r.leader_log;
 
   // Held open through the MDS that does not lead (and does not collect).
   auto holder = connect(follower);
@@ -284,12 +294,10 @@ TEST_F(MdsSharedMapTest, AFileHeldOpenThroughAKilledMdsIsKeptAndItsSessionTakenO
   start_second();
   start_data_servers(address_ + "," + b_);
   ASSERT_NO_FATAL_FAILURE(wait_cluster_ready());
-  auto first = map_of(address_);
-  ASSERT_TRUE(first.ok());
-  const bool a_leads = first->mds_leader() == address_;
-  const std::string leader = a_leads ? address_ : b_, follower = a_leads ? b_ : address_;
-  const std::string leader_log = a_leads ? a_log() : b_log();
-  DaemonProcess& follower_process = a_leads ? second_ : mds_;
+  Roles r;
+  ASSERT_NO_FATAL_FAILURE(roles(&r));
+  const std::string &leader = r.leader, &follower = r.follower, &leader_log = r.leader_log;
+  DaemonProcess& follower_process = *r.follower_process;
 
   // Written by a client of its own, whose session ends with it: the holder
   // then holds exactly one open, counted in the store when it is answered
@@ -341,12 +349,10 @@ TEST_F(MdsSharedMapTest, TheLeaderExpiresTheSessionOfAClientWhoseMdsDied) {
   start_second();
   start_data_servers(address_ + "," + b_);
   ASSERT_NO_FATAL_FAILURE(wait_cluster_ready());
-  auto first = map_of(address_);
-  ASSERT_TRUE(first.ok());
-  const bool a_leads = first->mds_leader() == address_;
-  const std::string leader = a_leads ? address_ : b_, follower = a_leads ? b_ : address_;
-  const std::string leader_log = a_leads ? a_log() : b_log();
-  DaemonProcess& follower_process = a_leads ? second_ : mds_;
+  Roles r;
+  ASSERT_NO_FATAL_FAILURE(roles(&r));
+  const std::string &leader = r.leader, &follower = r.follower, &leader_log = r.leader_log;
+  DaemonProcess& follower_process = *r.follower_process;
 
   // Knows only the MDS that dies: its session falls silent with it (and
   // gives up on it after 3 s when the test ends).
