@@ -114,6 +114,7 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlac
   }
   pb::ChainForwardRequest req;
   set_ref(req.mutable_ref(), place.successor, place.chain_id, place.version, key);
+  req.mutable_ref()->set_truncate_seq(u.truncate_seq);
   req.set_hop(hop);
   req.set_update_version(u.version);
   req.set_kind(u.kind);
@@ -192,6 +193,7 @@ Status ChainForwarder::send_whole(uint32_t chain_id, uint64_t chain_version, uin
   const uint64_t send_id = next_resync_send_id();
   auto send = [&](pb::ResyncChunkRequest& req, std::span<const net::BulkRegion> bulk) -> Status {
     set_ref(req.mutable_ref(), to, chain_id, chain_version, key);
+    if (rec) req.mutable_ref()->set_truncate_seq(rec->truncate_seq);
     req.set_send_id(send_id);
     pb::ResyncChunkReply resp;
     Status st = (*ch)->call<pb::OdsResyncChunk>(req, &resp, bulk);

@@ -43,6 +43,7 @@ struct ChunkUpdate {
   proto::ods::FallocateMode fallocate_mode = proto::ods::FALLOCATE_RESERVE;
   bool keep_size = false;           // FALLOCATE
   bool sync = false;
+  uint64_t truncate_seq = 0;  // the sender's truncate generation after it
 };
 
 struct ChainForwarderOptions {

@@ -245,6 +245,7 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
+  SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref(), what));
   const uint32_t pbytes = req.piece_bytes();
   std::vector<uint32_t> whole_crc{req.crc32c()};
   size_t first_piece = 0;
@@ -266,8 +267,9 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
     SURGE_RETURN_IF_ERROR(pull_checked(ctx, done, at, n, pbytes, crcs, buf.data(),
                                        chunks_.objects(), rec.object_id, what));
     if (place.successor != 0) {
-      SURGE_RETURN_IF_ERROR(forwarder_.forward(
-          place, key, rec, write_update(v, at, {buf.data(), n}, pbytes, crcs, req.sync() && last)));
+      ChunkUpdate u = write_update(v, at, {buf.data(), n}, pbytes, crcs, req.sync() && last);
+      u.truncate_seq = rec.truncate_seq;
+      SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
     }
     if (req.sync() && last) SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
     SURGE_RETURN_IF_ERROR(commit(key, rec, v, req.sync() && last));
@@ -303,6 +305,7 @@ Status ChainedChunks::write_one_unit(net::RpcContext& ctx, const pb::WriteReques
     SURGE_RETURN_IF_ERROR(still_current(place, what));
     SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
     ChunkRecord rec = begin_life(*found);
+    SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref(), what));
     v = rec.version + 1;
     rec.version = v;
     if (place.successor == 0) rec.committed_version = v;
@@ -318,9 +321,9 @@ Status ChainedChunks::write_one_unit(net::RpcContext& ctx, const pb::WriteReques
     }
     // On the lane connection before the order goes: the chunk's updates
     // leave in version order. buf stays ours until the reply.
-    SURGE_ASSIGN_OR_RETURN(
-        sent, forwarder_.send_forward(
-                  place, key, write_update(v, off, {buf.data(), len}, pbytes, crcs, false)));
+    ChunkUpdate u = write_update(v, off, {buf.data(), len}, pbytes, crcs, false);
+    u.truncate_seq = rec.truncate_seq;
+    SURGE_ASSIGN_OR_RETURN(sent, forwarder_.send_forward(place, key, u));
   }
   Status st = forwarder_.finish_forward(sent);
   if (st.code() == Code::kChunkVersionGap) st = recover_gap(place, key, v, what);
@@ -375,6 +378,45 @@ Status ChainedChunks::forward_noop(const ChainPlace& place, const ChunkKey& key,
     u.kind = pb::UPDATE_TRUNCATE;
     u.version = v;
     u.size = size;
+    u.truncate_seq = rec.truncate_seq;
+    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  }
+  return commit(key, rec, v, false);
+}
+
+Status ChainedChunks::catch_up_generation(const ChainPlace& place, const ChunkKey& key,
+                                          ChunkRecord& rec, const pb::ChunkRef& ref,
+                                          const std::string& what) {
+  if (ref.truncate_seq() <= rec.truncate_seq) return Status::OK();
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+  if (size > ref.truncate_size()) {
+    return cut(place, key, rec, ref.truncate_size(), ref.truncate_seq(), what);
+  }
+  // Nothing past the truncate's size: the caller's update records the
+  // generation (and carries it down the chain).
+  rec.truncate_seq = ref.truncate_seq();
+  return Status::OK();
+}
+
+Status ChainedChunks::cut(const ChainPlace& place, const ChunkKey& key, ChunkRecord& rec,
+                          uint64_t size, uint64_t seq, const std::string& what) {
+  const uint64_t v = rec.version + 1;
+  rec.version = v;
+  if (place.successor == 0) rec.committed_version = v;
+  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, size), what);
+  if (seq > rec.truncate_seq) {
+    // Recorded once the bytes are cut: a reader that finds the generation
+    // finds them cut, one that does not cuts its answer itself.
+    rec.truncate_seq = seq;
+    SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+  }
+  if (place.successor != 0) {
+    ChunkUpdate u;
+    u.kind = pb::UPDATE_TRUNCATE;
+    u.version = v;
+    u.size = size;
+    u.truncate_seq = rec.truncate_seq;
     SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
   }
   return commit(key, rec, v, false);
@@ -413,7 +455,14 @@ Status ChainedChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req,
                                std::to_string(rec->version));
   }
   resp.set_chunk_version(place.last_serving ? rec->version : rec->committed_version);
-  if (len == 0 || off >= chunks_.objects().options().max_object_size) return Status::OK();
+  uint64_t want = len;
+  if (req.ref().truncate_seq() > rec->truncate_seq) {
+    // The reader knows of a truncate this copy has not applied: nothing
+    // past its size is the file's any more.
+    const uint64_t t = req.ref().truncate_size();
+    want = off >= t ? 0 : std::min(len, t - off);
+  }
+  if (want == 0 || off >= chunks_.objects().options().max_object_size) return Status::OK();
   const size_t piece = std::min<size_t>(buf.capacity(), kReadPieceBytes);
   uint32_t crc = 0;
   uint64_t done = 0;
@@ -421,8 +470,8 @@ Status ChainedChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req,
   // last, so a member that is not the last serving one never answers with
   // bytes an update changed under it.
   std::vector<std::byte> last_piece;
-  while (done < len) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(piece, len - done));
+  while (done < want) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(piece, want - done));
     auto got = chunks_.objects().read(rec->object_id, off + done, {buf.data(), n}, &crc);
     if (!got.ok()) return got.status().WithContext(what);
     if (*got == 0) break;
@@ -457,22 +506,34 @@ Status ChainedChunks::truncate(const pb::TruncateRequest& req, const ChainPlace&
   const ChunkKey key = key_of(req.ref());
   auto order = order_.lock(key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
-  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
-  ChunkRecord rec = begin_life(*found);
-  const uint64_t v = rec.version + 1;
-  rec.version = v;
-  if (place.successor == 0) rec.committed_version = v;
-  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
-  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, req.size()), what);
-  if (place.successor != 0) {
-    ChunkUpdate u;
-    u.kind = pb::UPDATE_TRUNCATE;
-    u.version = v;
-    u.size = req.size();
-    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
+  const uint64_t seq = req.ref().truncate_seq();
+  // A truncate of a generation (the MDS applying its intent) only shrinks,
+  // and only a copy that has not applied it: a chunk never written needs
+  // nothing, one a later writer already cut holds that writer's bytes.
+  SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), seq == 0));
+  if (!found) {
+    resp.set_chunk_version(0);
+    return Status::OK();
   }
-  SURGE_RETURN_IF_ERROR(commit(key, rec, v, false));
-  resp.set_chunk_version(v);
+  ChunkRecord rec = begin_life(*found);
+  if (seq != 0) {
+    if (seq <= rec.truncate_seq) {
+      resp.set_chunk_version(rec.version);
+      return Status::OK();
+    }
+    SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
+    if (size <= req.size()) {
+      // Nothing to cut. Recorded here only: a member after us learns the
+      // generation with the chunk's next update, and until then holds
+      // nothing past the size either.
+      rec.truncate_seq = seq;
+      SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+      resp.set_chunk_version(rec.version);
+      return Status::OK();
+    }
+  }
+  SURGE_RETURN_IF_ERROR(cut(place, key, rec, req.size(), seq, what));
+  resp.set_chunk_version(rec.version);
   return Status::OK();
 }
 
@@ -514,9 +575,13 @@ Status ChainedChunks::stat(const pb::StatRequest& req, const ChainPlace&, pb::St
                             std::to_string(view_.own_id()));
   }
   SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(*rec));
+  if (req.ref().truncate_seq() > rec->truncate_seq) {
+    size = std::min(size, req.ref().truncate_size());
+  }
   resp.set_size(size);
   resp.set_chunk_version(rec->version);
   resp.set_dirty(rec->dirty());
+  resp.set_truncate_seq(rec->truncate_seq);
   return Status::OK();
 }
 
@@ -555,6 +620,7 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
+  SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref(), what));
   const uint64_t v = rec.version + 1;
   rec.version = v;
   if (place.successor == 0) rec.committed_version = v;
@@ -570,6 +636,7 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
     u.length = req.length();
     u.fallocate_mode = req.mode();
     u.keep_size = req.keep_size();
+    u.truncate_seq = rec.truncate_seq;
     SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
   }
   SURGE_RETURN_IF_ERROR(commit(key, rec, v, false));
@@ -709,6 +776,12 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
                                                             req.length(), op, req.keep_size()),
                                 what);
     }
+    if (req.ref().truncate_seq() > rec.truncate_seq) {
+      // After the bytes (a cut's TRUNCATE): as at the head, a reader that
+      // finds the generation finds them cut.
+      rec.truncate_seq = req.ref().truncate_seq();
+      SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
+    }
     waits_.changed();
   } else if (write && req.length() > 0 && place.successor != 0) {
     // Applied but not committed: the bytes go on again, not stored again.
@@ -733,6 +806,7 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
       u = write_update(v, req.offset(), {buf.data(), req.length()}, req.piece_bytes(), crcs,
                        req.sync());
     }
+    u.truncate_seq = rec.truncate_seq;
     SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
   }
   if (req.sync()) SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
@@ -831,6 +905,7 @@ Status ChainedChunks::resync(net::RpcContext& ctx, const pb::ResyncChunkRequest&
                                 ? req.version()
                                 : std::min(rec.committed_version, req.version());
     rec.incomplete = false;
+    rec.truncate_seq = req.ref().truncate_seq();
     SURGE_RETURN_IF_ERROR(chunks_.sync(key, rec));
     SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, true));
     waits_.changed();

@@ -31,6 +31,12 @@
 //   except at the last SERVING member.
 // * Sync of a chunk travels the chain (update version 0); fallocate is an
 //   update like a truncate (UPDATE_FALLOCATE).
+// * Truncate generations (ChunkRef.truncate_seq, docs/redundancy.md): an
+//   update at the head whose ref knows a newer truncate than the chunk
+//   applied first cuts the chunk (an update of its own); a read or stat
+//   with one answers nothing past the truncate's size; a truncate of a
+//   generation already applied changes nothing. A copy records a
+//   generation only after its bytes are cut.
 // * OdsListChunks and OdsResyncChunk are the receiving side of a resync;
 //   pieces of a send cut short that arrive after a later send of the chunk
 //   began are refused (ResyncSends). A read of a copy left incomplete
@@ -123,6 +129,16 @@ class ChainedChunks {
   // roll_forward) goes down the chain held, bringing the successor whole.
   Status recover_gap(const ChainPlace& place, const ChunkKey& key, uint64_t v,
                      const std::string& what);
+  // Under key's update order at the head, before an update of rec from a
+  // request with ref: if ref knows a newer truncate generation, the chunk
+  // is cut to its size (cut) when longer, and rec takes the generation.
+  Status catch_up_generation(const ChainPlace& place, const ChunkKey& key, ChunkRecord& rec,
+                             const proto::ods::ChunkRef& ref, const std::string& what);
+  // Under key's update order at the head: rec truncated to size as an
+  // update of its own (stored, forwarded, committed), recording
+  // generation seq (when newer) once the bytes are cut.
+  Status cut(const ChainPlace& place, const ChunkKey& key, ChunkRecord& rec, uint64_t size,
+             uint64_t seq, const std::string& what);
   // Under key's update order: a no-op update down the chain (see
   // roll_forward) of the dirty rec.
   Status forward_noop(const ChainPlace& place, const ChunkKey& key, ChunkRecord rec,

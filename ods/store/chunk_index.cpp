@@ -18,7 +18,8 @@ constexpr const char* kNextIdKey = "n";
 // Object ids are handed out from memory and persisted a block ahead, so a
 // crash never hands out an id whose object may already exist.
 constexpr uint64_t kIdBlock = 1024;
-constexpr size_t kRecordBytes = 1 + 4 + 8 + 8 + 1 + 8;
+constexpr size_t kRecordBytesV1 = 1 + 4 + 8 + 8 + 1 + 8;
+constexpr size_t kRecordBytes = kRecordBytesV1 + 8;  // format 2: + truncate_seq
 
 void put_be(std::string& s, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -53,20 +54,23 @@ std::string encode(const ChunkRecord& r) {
   put_be(s, r.committed_version, 8);
   s.push_back(r.incomplete ? 1 : 0);
   put_be(s, r.object_id, 8);
+  put_be(s, r.truncate_seq, 8);
   return s;
 }
 
 Result<ChunkRecord> decode(const ChunkKey& key, const std::string& v) {
-  if (v.empty() || static_cast<uint8_t>(v[0]) != ChunkIndex::kRecordFormat) {
+  const uint8_t format = v.empty() ? 0 : static_cast<uint8_t>(v[0]);
+  if (format != 1 && format != ChunkIndex::kRecordFormat) {
     return Status::Corruption("record of " + key.describe() + " has format " +
-                              (v.empty() ? std::string("(empty)")
-                                         : std::to_string(static_cast<uint8_t>(v[0]))) +
-                              ", this data server reads format " +
+                              (v.empty() ? std::string("(empty)") : std::to_string(format)) +
+                              ", this data server reads formats 1 and " +
                               std::to_string(ChunkIndex::kRecordFormat));
   }
-  if (v.size() != kRecordBytes) {
+  const size_t want = format == 1 ? kRecordBytesV1 : kRecordBytes;
+  if (v.size() != want) {
     return Status::Corruption("record of " + key.describe() + " is " + std::to_string(v.size()) +
-                              " bytes, format 1 has " + std::to_string(kRecordBytes));
+                              " bytes, format " + std::to_string(format) + " has " +
+                              std::to_string(want));
   }
   const char* p = v.data() + 1;
   ChunkRecord r;
@@ -75,6 +79,7 @@ Result<ChunkRecord> decode(const ChunkKey& key, const std::string& v) {
   r.committed_version = get_be(p + 12, 8);
   r.incomplete = p[20] != 0;
   r.object_id = get_be(p + 21, 8);
+  if (format >= 2) r.truncate_seq = get_be(p + 29, 8);
   return r;
 }
 

@@ -11,8 +11,11 @@
 //   "n"                                             -> next object id (8)
 //   "format"                                        -> "1"
 // A record's value starts with its own format byte (kRecordFormat), so a
-// later format can be read next to this one. A database of another format
-// is refused at open, naming it. Thread-safe (RocksDB is).
+// later format can be read next to this one: format 2 (5 Dec 2026) adds
+// the truncate generation; records of format 1 read as generation 0.
+// Records are written in format 2 (a data server of before cannot read
+// them back: no downgrade). A database of another format is refused at
+// open, naming it. Thread-safe (RocksDB is).
 #pragma once
 
 #include <cstdint>
@@ -45,12 +48,15 @@ struct ChunkRecord {
   uint64_t committed_version = 0;  // known stored by the tail
   bool incomplete = false;         // a resync of it began and has not ended
   uint64_t object_id = 0;          // its bytes in the chunk ObjectStore
+  // The file's truncate generation this copy has applied (ChunkRef's
+  // truncate_seq): a request with a newer one sees it as cut.
+  uint64_t truncate_seq = 0;
   bool dirty() const { return version != committed_version; }
 };
 
 class ChunkIndex {
  public:
-  static constexpr uint8_t kRecordFormat = 1;
+  static constexpr uint8_t kRecordFormat = 2;
 
   // Opens (creating) the database in dir.
   static Result<std::unique_ptr<ChunkIndex>> Open(const std::string& dir);

@@ -2,7 +2,8 @@
 // their versions across a reopen, listing is by chain in key order from a
 // cursor, a chunk that moves chain leaves its old chain's listing, object
 // ids are never handed out twice (a reopen included), and a database of
-// another format is refused.
+// another format is refused; records of format 1 (before truncate
+// generations) still read.
 #include <gtest/gtest.h>
 
 #include <rocksdb/db.h>
@@ -29,6 +30,7 @@ TEST(ChunkIndexTest, RecordsSurviveAReopen) {
     ASSERT_TRUE(ix.ok()) << ix.status().ToString();
     ChunkRecord r = rec(7, 5, 4, 99);
     r.incomplete = true;
+    r.truncate_seq = 12;
     ASSERT_TRUE((*ix)->put({10, 2, 0}, r, true).ok());
   }
   auto ix = ChunkIndex::Open(dir.path() + "/ix");
@@ -41,6 +43,7 @@ TEST(ChunkIndexTest, RecordsSurviveAReopen) {
   EXPECT_TRUE((*got)->incomplete);
   EXPECT_TRUE((*got)->dirty());
   EXPECT_EQ((*got)->object_id, 99u);
+  EXPECT_EQ((*got)->truncate_seq, 12u);
   auto none = (*ix)->get({10, 3, 0});
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
@@ -87,6 +90,50 @@ TEST(ChunkIndexTest, ObjectIdsAreNeverHandedOutTwice) {
   auto id = (*ix)->allocate_object_id();
   ASSERT_TRUE(id.ok());
   EXPECT_GT(*id, last) << "an id handed out before the reopen came again";
+}
+
+// A record as a data server of format 1 wrote it: "k" ino slot position ->
+// format byte 1, chain, version, committed, incomplete, object id.
+TEST(ChunkIndexTest, AFormatOneRecordReadsAsGenerationZero) {
+  TempDir dir;
+  {
+    auto ix = ChunkIndex::Open(dir.path() + "/ix");
+    ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  }
+  {
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.path() + "/ix", &db).ok());
+    auto be = [](std::string& s, uint64_t v, int n) {
+      for (int i = n - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    std::string key = "k", value(1, '\x01');
+    be(key, 10, 8);
+    be(key, 2, 4);
+    be(key, 0, 4);
+    be(value, 7, 4);
+    be(value, 5, 8);
+    be(value, 5, 8);
+    value.push_back(0);
+    be(value, 99, 8);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, value).ok());
+    delete db;
+  }
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  auto got = (*ix)->get({10, 2, 0});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->chain_id, 7u);
+  EXPECT_EQ((*got)->version, 5u);
+  EXPECT_EQ((*got)->object_id, 99u);
+  EXPECT_EQ((*got)->truncate_seq, 0u);
+  // Written back in the current format, it keeps a generation.
+  ChunkRecord r = **got;
+  r.truncate_seq = 3;
+  ASSERT_TRUE((*ix)->put({10, 2, 0}, r, false).ok());
+  got = (*ix)->get({10, 2, 0});
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->truncate_seq, 3u);
 }
 
 TEST(ChunkIndexTest, AnotherFormatIsRefused) {
