@@ -35,6 +35,12 @@ struct FileLayout {
   uint32_t ec_parity = 0; // kErasure: M
   std::vector<uint32_t> targets;  // format 1: one target id per slot
   std::vector<uint32_t> chains;   // format 2: one chain id per slot
+  // Not where the bytes live but which of them count, carried with the
+  // layout to every chunk request (format 2): the file's last truncate
+  // generation as its holder knows it (0: none) and the file size that
+  // truncate set (docs/redundancy.md, "Truncate generations").
+  uint64_t truncate_seq = 0;
+  uint64_t truncate_size = 0;
 
   bool chained() const { return format == kFormatChains; }
   bool erasure() const { return chained() && scheme == Redundancy::kErasure; }

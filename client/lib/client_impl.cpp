@@ -173,9 +173,8 @@ void ClientImpl::background_loop() {
 // ---- opening files --------------------------------------------------------------
 
 FileRef ClientImpl::make_handle(const Attr& a, const mds::Attr& pa, int flags, const Caller& c) {
-  auto f =
-      std::make_shared<FileImpl>(inodes_.attach(a, file_layout_from_proto(pa.layout()), flags, c),
-                                 flags, c, options_.read_ahead_bytes);
+  auto f = std::make_shared<FileImpl>(inodes_.attach(a, file_layout_of(pa), flags, c), flags, c,
+                                      options_.read_ahead_bytes);
   f->owner = this;
   return f;
 }

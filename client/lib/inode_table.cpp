@@ -19,7 +19,14 @@ std::shared_ptr<InodeState> InodeTable::attach(const Attr& a, const FileLayout& 
     st->opens++;
   }
   std::lock_guard lk(st->mu);
+  // An open's reply read before our own truncate committed must not take
+  // its generation back: our writes after it would not cut the chunks.
+  const uint64_t seq = st->layout.truncate_seq, cut = st->layout.truncate_size;
   st->layout = layout;
+  if (seq > layout.truncate_seq) {
+    st->layout.truncate_seq = seq;
+    st->layout.truncate_size = cut;
+  }
   st->mds_size = a.size;
   st->mode.store(a.mode, std::memory_order_relaxed);
   if (flags & O_TRUNC) {

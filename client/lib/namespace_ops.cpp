@@ -146,6 +146,12 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   if (st && (sa.mask & kSetSize)) {
     std::lock_guard lk(st->mu);
     st->mds_size = resp.attr().size();
+    // Our own truncate: every request for the file's chunks carries it
+    // from here (none was in flight: drained above).
+    if (resp.attr().truncate_seq() > st->layout.truncate_seq) {
+      st->layout.truncate_seq = resp.attr().truncate_seq();
+      st->layout.truncate_size = resp.attr().truncate_size();
+    }
     st->written_end = std::min(st->written_end, sa.size);
     st->reported_end = std::min(st->reported_end, sa.size);
     st->data_gen.fetch_add(1, std::memory_order_acq_rel);  // and what was read meanwhile

@@ -61,6 +61,13 @@ FileLayout file_layout_from_proto(const mds::Layout& l) {
   return f;
 }
 
+FileLayout file_layout_of(const mds::Attr& a) {
+  FileLayout f = file_layout_from_proto(a.layout());
+  f.truncate_seq = a.truncate_seq();
+  f.truncate_size = a.truncate_size();
+  return f;
+}
+
 mds::Credentials cred_to_proto(const Caller& c) {
   mds::Credentials p;
   p.set_uid(c.uid);

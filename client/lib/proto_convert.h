@@ -16,6 +16,8 @@ StripeLayout layout_from_proto(const proto::mds::Layout& l);
 // The model of a file's wire layout (format 0 reads as 1), what the data
 // path maps ranges with (common/chunk_map.h).
 FileLayout file_layout_from_proto(const proto::mds::Layout& l);
+// A file's layout with the truncate generation its attributes carry.
+FileLayout file_layout_of(const proto::mds::Attr& a);
 proto::mds::Credentials cred_to_proto(const Caller& c);
 // A TimeSpec as the nanoseconds since the epoch the wire carries.
 uint64_t ns_from_ts(const TimeSpec& t);

@@ -34,7 +34,8 @@ const char* verb(IoOp op) {
   return "?";
 }
 
-void set_ref(ods::ChunkRef* ref, const ChunkPiece& c, uint32_t target, uint64_t chain_version) {
+void set_ref(ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c, uint32_t target,
+             uint64_t chain_version) {
   ref->set_target_id(target);   // refused if the address now serves another target
   if (c.chain_id == 0) return;  // format 1: the legacy object named by object_id
   ref->set_chain_id(c.chain_id);
@@ -42,6 +43,14 @@ void set_ref(ods::ChunkRef* ref, const ChunkPiece& c, uint32_t target, uint64_t 
   ref->set_ino(c.chunk.ino);
   ref->set_slot(c.chunk.slot);
   ref->set_position(c.chunk.position);
+  if (r.layout.truncate_seq != 0) {
+    // The file's last truncate as we know it, in this chunk's terms: the
+    // data server cuts a chunk that has not applied it before our update,
+    // and reads it as cut.
+    ref->set_truncate_seq(r.layout.truncate_seq);
+    ref->set_truncate_size(
+        chunk_size_for_file_size(r.layout, c.chunk.slot, c.chunk.position, r.layout.truncate_size));
+  }
 }
 
 net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p, uint32_t target,
@@ -52,7 +61,7 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
     case IoOp::kWrite: {
       ods::WriteRequest req;
       req.set_object_id(object_id);
-      set_ref(req.mutable_ref(), c, target, chain_version);
+      set_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
       const std::byte* src = r.buf + p.buf_offset;
@@ -64,7 +73,7 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
     case IoOp::kRead: {
       ods::ReadRequest req;
       req.set_object_id(object_id);
-      set_ref(req.mutable_ref(), c, target, chain_version);
+      set_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
       net::BulkRegion region{r.buf + p.buf_offset, c.length, net::BulkAccess::kServerPush};
@@ -76,14 +85,14 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
       if (c.chain_id == 0) {
         req.add_object_ids(object_id);
       } else {
-        set_ref(req.add_refs(), c, target, chain_version);
+        set_ref(req.add_refs(), r, c, target, chain_version);
       }
       return net::call_async<ods::OdsSync>(ch, req, {}, timeout);
     }
     case IoOp::kFallocate: {
       ods::FallocateRequest req;
       req.set_object_id(object_id);
-      set_ref(req.mutable_ref(), c, target, chain_version);
+      set_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
       req.set_mode(r.mode);

@@ -125,7 +125,7 @@ FileLayout to_file_layout(const pb::Layout& l) {
 }
 
 Status truncate_file_data(const pb::Layout& layout, uint64_t ino, uint64_t file_size,
-                          ClusterMap& map, ObjectTargets& objects) {
+                          ClusterMap& map, ObjectTargets& objects, uint64_t truncate_seq) {
   const FileLayout l = to_file_layout(layout);
   SURGE_RETURN_IF_ERROR(validate(l, ino));
   for (const ChunkPiece& p : all_chunks(l, ino)) {
@@ -135,7 +135,7 @@ Status truncate_file_data(const pb::Layout& layout, uint64_t ino, uint64_t file_
         [&](uint32_t target, const std::string& addr) {
           return objects.truncate(target, addr, ino, size);
         },
-        [&](const ChunkAddress& a) { return objects.truncate_chunk(a, size); }));
+        [&](const ChunkAddress& a) { return objects.truncate_chunk(a, size, truncate_seq); }));
   }
   return Status::OK();
 }

@@ -21,8 +21,10 @@ FileLayout to_file_layout(const proto::mds::Layout& l);
 
 // Sets every chunk to the size file_size implies. Unavailable naming the
 // target or chain when one cannot be reached (nothing is skipped).
+// truncate_seq != 0 (chained layouts): the truncate generation applied,
+// which a chunk that applied it already skips.
 Status truncate_file_data(const proto::mds::Layout& layout, uint64_t ino, uint64_t file_size,
-                          ClusterMap& map, ObjectTargets& objects);
+                          ClusterMap& map, ObjectTargets& objects, uint64_t truncate_seq = 0);
 
 // Removes every chunk (idempotent). Unavailable as above: retry later.
 Status remove_file_data(const proto::mds::Layout& layout, uint64_t ino, ClusterMap& map,

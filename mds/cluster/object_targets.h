@@ -36,7 +36,10 @@ class ObjectTargets {
   // deadline): the MDS's own check of a client's failure report.
   virtual Status probe(const std::string& address) = 0;
   // The same for a chunk of a format 2 file, at its chain's head.
-  virtual Status truncate_chunk(const ChunkAddress& chunk, uint64_t size) = 0;
+  // truncate_seq != 0: the file's truncate generation being applied (a
+  // chunk that applied it already is left as it is; ods.proto, ChunkRef).
+  virtual Status truncate_chunk(const ChunkAddress& chunk, uint64_t size,
+                                uint64_t truncate_seq = 0) = 0;
   virtual Status remove_chunk(const ChunkAddress& chunk) = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "mds/cluster/file_chunks.h"
+#include "mds/cluster/truncate_intents.h"
 #include "mds/namespace/record_wire.h"
 
 namespace surge::mds {
@@ -108,6 +109,13 @@ void OrphanCollector::loop() {
     }
     map_->check_liveness(ClusterMap::now_ms());
     if (auto ex = sessions_->expire(now); !ex.ok()) SLOG_WARN("{}", ex.status().ToString());
+    // Truncates need no grace: clients carry their generation.
+    if (auto t = apply_truncate_intents(*ns_, *map_, *objects_, opts_.batch); !t.ok()) {
+      SLOG_ERROR("truncate intents: {}", t.status().ToString());
+    } else if (t->applied > 0) {
+      SLOG_INFO("truncate intents: {} applied, {} waiting for data servers", t->applied,
+                t->deferred);
+    }
     // Sessions lost with a restart: their clients report their open files
     // again within a session timeout; wait for them.
     if (sessions_->survives_restart() ||

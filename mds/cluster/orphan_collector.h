@@ -11,8 +11,9 @@
 // The background thread also runs the periodic housekeeping that needs a
 // clock: storing the heartbeats of the sessions this MDS serves and reading
 // the cluster map again when another MDS changed it (every MDS), expiring
-// silent sessions, marking silent targets down and collecting orphans (the
-// leader only, cluster/leadership.h). Where sessions do not survive a
+// silent sessions, marking silent targets down, applying truncate intents
+// (truncate_intents.h) and collecting orphans (the leader only,
+// cluster/leadership.h). Where sessions do not survive a
 // restart (one MDS on RocksDB) the collector waits startup_grace_ms after
 // start, for clients to open new sessions and report their open files
 // again; where they do (etcd) every open is in the store before it is

@@ -338,6 +338,33 @@ bool SessionTable::holds_open(uint64_t session_id, uint64_t ino) {
   return it != (*s)->opens.end() && it->second.live > 0;
 }
 
+Result<bool> SessionTable::held_by_others(uint64_t ino, uint64_t session_id) {
+  if (Clock::now() < opens_unknown_until_) return true;
+  if (!survives_restart_) {
+    uint32_t own = 0;
+    if (auto s = find(session_id); s && session_id != 0) {
+      std::lock_guard lk(s->mu);
+      if (auto it = s->opens.find(ino); it != s->opens.end()) own = it->second.live;
+    }
+    std::lock_guard lk(local_mu_);
+    auto it = local_opens_.find(ino);
+    return it != local_opens_.end() && it->second > own;
+  }
+  bool others = false;
+  const std::string from = keys::open_by(ino, 0);
+  SURGE_RETURN_IF_ERROR_CTX(
+      kv_->scan(Space::kSystem, from, keys::opens_of_end(ino),
+                [&](std::string_view k, std::string_view) {
+                  if (k.size() == from.size() &&
+                      keys::get_be64(k.substr(from.size() - 8)) != session_id) {
+                    others = true;
+                  }
+                  return !others;
+                }),
+      "looking up the opens of inode " + std::to_string(ino));
+  return others;
+}
+
 size_t SessionTable::session_count() const {
   std::lock_guard lk(mu_);
   return served_.size();

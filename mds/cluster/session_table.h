@@ -88,6 +88,14 @@ class SessionTable {
   Result<bool> is_open(uint64_t ino) const;
   // Whether this session holds ino open at least once (adopting it).
   bool holds_open(uint64_t session_id, uint64_t ino);
+  // Whether a session other than session_id (0: any) holds ino open, as
+  // far as this table or the store knows (an open whose release is not
+  // written yet still counts); true for every file until the time set by
+  // opens_unknown_until.
+  Result<bool> held_by_others(uint64_t ino, uint64_t session_id);
+  // Sessions lost with a restart (one MDS on RocksDB): until `until` their
+  // clients may not have recorded their opens again. Call before serving.
+  void opens_unknown_until(Clock::time_point until) { opens_unknown_until_ = until; }
 
   // Every MDS, each background pass: stores the beat of every session heard
   // from here since the last call and the releases of its opens, and
@@ -165,6 +173,7 @@ class SessionTable {
   mutable std::mutex mu_;
   std::mt19937_64 rng_;
   std::unordered_map<uint64_t, std::shared_ptr<Served>> served_;
+  Clock::time_point opens_unknown_until_{};
   mutable std::mutex local_mu_;                         // taken last
   std::unordered_map<uint64_t, uint32_t> local_opens_;  // ino -> opens (not survives_restart)
   std::mutex expire_mu_;  // the leader's observations

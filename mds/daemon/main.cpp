@@ -88,6 +88,11 @@ int run(const MdsConfig& cfg) {
   SessionTable sessions(dd->kv.get(), sopts, /*survives_restart=*/dd->rocks == nullptr);
   if (dd->rocks != nullptr) {
     if (Status cs = sessions.clear_stored(); !cs.ok()) return fail(cs);
+    // Until its clients have recorded their opens again (the orphan
+    // collector's grace), a truncate treats every file as held open
+    // elsewhere and is applied before its reply (namespace_truncate.cpp).
+    sessions.opens_unknown_until(std::chrono::steady_clock::now() +
+                                 std::chrono::milliseconds(cfg.orphan_startup_grace_ms));
   }
   RpcObjectTargets objects(*key, std::chrono::milliseconds(cfg.target_rpc_timeout_ms),
                            std::chrono::milliseconds(cfg.chain_failure_probe_ms));

@@ -34,10 +34,13 @@ void set_ref(const ChunkAddress& a, proto::ods::ChunkRef* ref) {
 }
 }  // namespace
 
-Status RpcObjectTargets::truncate_chunk(const ChunkAddress& a, uint64_t size) {
+Status RpcObjectTargets::truncate_chunk(const ChunkAddress& a, uint64_t size,
+                                        uint64_t truncate_seq) {
   SURGE_ASSIGN_OR_RETURN(auto ch, pool_.get(a.address));
   proto::ods::TruncateRequest req;
   set_ref(a, req.mutable_ref());
+  req.mutable_ref()->set_truncate_seq(truncate_seq);
+  req.mutable_ref()->set_truncate_size(size);
   req.set_size(size);
   proto::ods::TruncateReply resp;
   Status s = ch->call<proto::ods::OdsTruncate>(req, &resp, {}, timeout_);

@@ -19,7 +19,7 @@ class RpcObjectTargets : public ObjectTargets {
                   uint64_t size) override;
   Status remove(uint32_t target_id, const std::string& address, uint64_t object_id) override;
   Status probe(const std::string& address) override;
-  Status truncate_chunk(const ChunkAddress& chunk, uint64_t size) override;
+  Status truncate_chunk(const ChunkAddress& chunk, uint64_t size, uint64_t truncate_seq) override;
   Status remove_chunk(const ChunkAddress& chunk) override;
 
  private:

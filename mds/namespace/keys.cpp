@@ -109,6 +109,11 @@ std::string orphan(uint64_t ino) {
   put_be64(k, ino);
   return k;
 }
+std::string truncate_intent(uint64_t ino) {
+  std::string k(kTruncateIntentPrefix);
+  put_be64(k, ino);
+  return k;
+}
 
 std::string session(uint64_t sid) {
   std::string k(kSessionPrefix);

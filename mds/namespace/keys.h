@@ -62,6 +62,10 @@ inline constexpr std::string_view kOrphanPrefix = "o/";
 inline constexpr std::string_view kOrphanEnd = "o0";
 std::string target(uint32_t id);
 std::string orphan(uint64_t ino);
+// Truncates not yet applied on the data servers: ino -> TruncateIntent.
+inline constexpr std::string_view kTruncateIntentPrefix = "ti/";
+inline constexpr std::string_view kTruncateIntentEnd = "ti0";
+std::string truncate_intent(uint64_t ino);
 // The chain table (ChainTable): chain id -> Chain record, its version and
 // the chain id high-water mark.
 inline constexpr std::string_view kChainPrefix = "c/";

@@ -413,11 +413,11 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
   }
   SURGE_RETURN_IF_ERROR(check_access(cred, a, mask, "open"));
   if ((flags & O_TRUNC) && S_ISREG(a.mode())) {
-    // Objects first, with the inode unlocked; b checks the record as read,
-    // so a change meanwhile fails the commit and the caller tries again.
-    SURGE_RETURN_IF_ERROR(g.unlocked([&] { return truncate_objects(a, 0); }));
+    // b checks the record as read, so a change while a data server was
+    // called with the inode unlocked fails the commit and the caller tries
+    // again.
+    SURGE_RETURN_IF_ERROR(resize_locked(rec, 0, b, g));
     const uint64_t now = now_ns();
-    rec.mutable_attr()->set_size(0);
     // As a truncate by a process without CAP_FSETID (namespace_attrs.cpp).
     if (cred.uid() != 0) rec.mutable_attr()->set_mode(without_suidgid(a.mode()));
     rec.mutable_attr()->set_mtime_ns(now);
@@ -426,8 +426,19 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
     SURGE_RETURN_IF_ERROR(kv_->commit(b, false));  // Busy: changed since read, the caller retries
   }
   if (session_id != 0) SURGE_RETURN_IF_ERROR(sessions_->add_open(session_id, a.ino()));
+  if (write && session_id != 0 && sessions_->survives_restart() && chained(a)) {
+    // A truncate through another MDS may have committed after our read
+    // and judged the file's opens before ours was stored: our writes must
+    // then carry its generation (namespace_truncate.cpp).
+    records::InodeRecord now;
+    SURGE_ASSIGN_OR_RETURN(bool found, load(a.ino(), &now));
+    if (found && now.attr().truncate_seq() != rec.attr().truncate_seq()) rec = std::move(now);
+  }
   g.release();
-  return (flags & O_TRUNC) ? kv_->make_durable() : Status::OK();
+  if (!(flags & O_TRUNC)) return Status::OK();
+  SURGE_RETURN_IF_ERROR(kv_->make_durable());
+  if (S_ISREG(rec.attr().mode())) settle_truncate(rec.attr(), session_id);
+  return Status::OK();
 }
 
 Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {

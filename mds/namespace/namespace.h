@@ -105,6 +105,19 @@ class Namespace {
   // again (then Busy).
   Status purge_orphan(uint64_t ino);
 
+  // Truncate intents (namespace_truncate.cpp; the leader's pass applies
+  // them: cluster/truncate_intents.h). Up to max, in inode order.
+  struct PendingTruncate {
+    uint64_t ino = 0;
+    records::TruncateIntent intent;
+  };
+  Result<std::vector<PendingTruncate>> list_truncate_intents(size_t max);
+  // The inode's record into *out; false when it is gone.
+  Result<bool> inode_record(uint64_t ino, records::InodeRecord* out) { return load(ino, out); }
+  // Deletes the intent if it still is `applied` (a newer truncate's
+  // replaced it: kept, Busy).
+  Status finish_truncate_intent(uint64_t ino, const records::TruncateIntent& applied);
+
   KvStore* kv() { return kv_; }
   uint64_t fs_id() const { return fs_id_; }
 
@@ -150,6 +163,14 @@ class Namespace {
   // (see op_done), and old ids expire now and then.
   Status commit_done_op(KvBatch& b, LockTable::Guard& g, uint64_t op_id, uint64_t now);
   Status truncate_objects(const records::StoredAttr& a, uint64_t size);
+  // Sets rec's size for a truncate (setattr, O_TRUNC) into b, with the
+  // inode locked by g: see namespace_truncate.cpp.
+  Status resize_locked(records::InodeRecord& rec, uint64_t size, KvBatch& b, LockTable::Guard& g);
+  // After a truncate's commit is durable, no lock held: applies it now when
+  // a session other than session_id holds the file open (see
+  // namespace_truncate.cpp). Never fails the truncate.
+  void settle_truncate(const records::StoredAttr& a, uint64_t session_id);
+  static bool chained(const records::StoredAttr& a);
   // Builds a new child of a locked, loaded directory into b (the dentry,
   // the child, the updated parent); the caller commits.
   Status add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,

@@ -226,10 +226,7 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
       a->set_mtime_ns(now);
     }
     if (v & pb::SETATTR_SIZE) {
-      // Objects first: if a data server fails, the size stays as it was.
-      // The inode is unlocked meanwhile; b checks the record as read.
-      SURGE_RETURN_IF_ERROR(g.unlocked([&] { return truncate_objects(*a, req.size()); }));
-      a->set_size(req.size());
+      SURGE_RETURN_IF_ERROR(resize_locked(rec, req.size(), b, g));
       a->set_mtime_ns(now);
     }
     // Linux: a write or truncate by a process without CAP_FSETID (for
@@ -258,6 +255,7 @@ Status Namespace::setattr(const pb::SetAttrRequest& req, pb::EntryReply* out) {
     return Status::OK();
   };
   SURGE_RETURN_IF_ERROR(change_inode(req.ino(), "setattr", &rec, change));
+  if (v & pb::SETATTR_SIZE) settle_truncate(rec.attr(), req.open_session_id());
   to_wire(rec.attr(), out->mutable_attr());
   return Status::OK();
 }

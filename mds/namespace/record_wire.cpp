@@ -45,6 +45,8 @@ void to_wire(const records::StoredAttr& a, pb::Attr* out) {
   out->set_rdev(a.rdev());
   if (a.has_layout()) to_wire(a.layout(), out->mutable_layout());
   out->set_generation(a.generation());
+  out->set_truncate_seq(a.truncate_seq());
+  out->set_truncate_size(a.truncate_size());
 }
 
 records::StoredLayout to_stored(const pb::Layout& l) {

@@ -1,19 +1,18 @@
-// A truncate the MDS makes on a replicated file (setattr size: the MDS
-// truncates every chunk through its chain's head, mds/cluster/
-// file_chunks.h) right after a member of that chain was SIGKILLed, before
-// the MDS noticed: the MDS retries on the chain as it then is, as a client
-// retries its IO, and the truncate succeeds.
+// A truncate of a replicated file right after a member of its chain was
+// SIGKILLed, before the MDS noticed. Since truncates are intents with a
+// generation (docs/redundancy.md, "Truncate generations") the MDS answers
+// without calling the data servers when no other client holds the file
+// open, and the leader's pass applies it later through the chain as it then
+// is (retrying as a client retries its IO, mds/cluster/file_chunks.h).
+// Before, the MDS truncated every chunk inside the request: a killed tail
+// made the head answer StaleChain (EIO through the mount until the MDS
+// retried; surge-stress found it), a killed head cost a retry after the
+// MDS's own probe. Either way the file must read back at its new size with
+// its bytes: the reader carries the generation, so chunks not cut yet read
+// as cut.
 //
 // Real daemons: 1 MDS and 3 data servers on 127.0.0.1, a file of replicas
-// 2 in one slot (one chain). Killed tail: the head's forward fails, the
-// head reports it, the MDS moves the chain and the head answers StaleChain
-// (before the retry the application got that StaleChain, as EIO through
-// the mount; surge-stress found it). Killed head: the MDS cannot reach it
-// (ConnectionRefused), reports it to its own map (the probe fails, the
-// chain moves) and truncates at the new head (before, the client re-sent
-// the whole setattr until the heartbeat timeout took the head out: it
-// passed, in 8.7 s instead of 2.4). Either way the file then reads back
-// at its new size with its bytes.
+// 2 in one slot (one chain), the head or the tail killed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 

@@ -176,7 +176,7 @@ Status LocalCluster::start_mds() {
   std::string conf = dir_ + "/mds.toml";
   {
     std::ofstream f(conf);
-    f << "[orphans]\ninterval_ms = 200\nstartup_grace_ms = 1000\n"
+    f << "[orphans]\ninterval_ms = " << cfg_.background_interval_ms << "\nstartup_grace_ms = 1000\n"
       << "[targets]\nheartbeat_interval_ms = 500\ntimeout_ms = "
       << target_timeout(cfg_.target_timeout_ms) << "\n";
     if (cfg_.default_replicas >= 0) {

@@ -36,6 +36,9 @@ struct ClusterConfig {
   // [namespace] default_replicas of the MDS (-1: its shipped default, 2;
   // 0: one copy on plain targets, what a test of one-copy failures needs).
   int default_replicas = -1;
+  // [orphans] interval_ms of the MDS: its background pass (orphans,
+  // truncate intents, session expiry) runs this often.
+  int background_interval_ms = 200;
   // surge-ods --worker-threads (0: its default).
   int ods_worker_threads = 0;
   // Every daemon serves its Prometheus page on a free port of its own
@@ -96,6 +99,8 @@ class LocalCluster {
   Status add_ods(int* index);
   Status kill_mds();
   Status start_mds();
+  // The config the next start_mds() writes.
+  ClusterConfig& config() { return cfg_; }
   Status wait_targets_up(int n, int timeout_ms);
 
   // Last lines of a log, for failure messages.

@@ -53,11 +53,12 @@ class FakeObjectTargets : public ObjectTargets {
     removed.emplace(target, object_id);
     return Status::OK();
   }
-  Status truncate_chunk(const ChunkAddress& a, uint64_t size) override {
+  Status truncate_chunk(const ChunkAddress& a, uint64_t size, uint64_t truncate_seq) override {
     wait_before_truncate();
     std::lock_guard lk(mu);
     if (failing.count(a.target_id)) return Status::Unavailable("fake target " + a.address + " fails");
     chunk_truncates.emplace_back(a, size);
+    chunk_truncate_seqs.push_back(truncate_seq);
     return Status::OK();
   }
   Status remove_chunk(const ChunkAddress& a) override {
@@ -100,6 +101,7 @@ class FakeObjectTargets : public ObjectTargets {
   size_t waiting = 0;
   std::set<std::string> dead_addresses;  // probe() fails for these
   std::vector<std::pair<ChunkAddress, uint64_t>> chunk_truncates;
+  std::vector<uint64_t> chunk_truncate_seqs;  // beside chunk_truncates
   std::vector<ChunkAddress> removed_chunks;
   std::vector<std::tuple<uint32_t, uint64_t, uint64_t>> truncates;  // target, object, size
   std::set<std::pair<uint32_t, uint64_t>> removed;                  // target, object

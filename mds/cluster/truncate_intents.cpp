@@ -1,0 +1,45 @@
+// The truncate intents' pass; see truncate_intents.h.
+#include "mds/cluster/truncate_intents.h"
+
+#include "common/log.h"
+#include "mds/cluster/file_chunks.h"
+#include "mds/namespace/record_wire.h"
+
+namespace surge::mds {
+
+Result<TruncateStats> apply_truncate_intents(Namespace& ns, ClusterMap& map, ObjectTargets& objects,
+                                             size_t max) {
+  TruncateStats st;
+  SURGE_ASSIGN_OR_RETURN(auto pending, ns.list_truncate_intents(max));
+  // An intent read before its commit was synced (one MDS on RocksDB syncs
+  // in groups) is made durable before any data server applies it: a
+  // generation applied and then lost would be handed out again.
+  if (!pending.empty()) SURGE_RETURN_IF_ERROR(ns.kv()->make_durable());
+  for (const Namespace::PendingTruncate& p : pending) {
+    records::InodeRecord rec;
+    SURGE_ASSIGN_OR_RETURN(bool found, ns.inode_record(p.ino, &rec));
+    if (found && rec.attr().has_layout()) {
+      Status s = truncate_file_data(to_wire(rec.attr().layout()), p.ino, p.intent.size(), map,
+                                    objects, p.intent.seq());
+      if (!s.ok()) {
+        ++st.deferred;
+        if (s.code() == Code::kUnavailable) {
+          SLOG_DEBUG("truncate {} of inode {} to {} bytes: {}; retrying later", p.intent.seq(),
+                     p.ino, p.intent.size(), s.ToString());
+        } else {
+          SLOG_WARN("truncate {} of inode {} to {} bytes: {}; retrying later", p.intent.seq(),
+                    p.ino, p.intent.size(), s.ToString());
+        }
+        continue;
+      }
+    }
+    Status done = ns.finish_truncate_intent(p.ino, p.intent);
+    if (done.code() == Code::kBusy) continue;  // a newer truncate's intent: the next pass
+    SURGE_RETURN_IF_ERROR_CTX(done, "deleting truncate intent " + std::to_string(p.intent.seq()) +
+                                        " of inode " + std::to_string(p.ino));
+    ++st.applied;
+  }
+  return st;
+}
+
+}  // namespace surge::mds
