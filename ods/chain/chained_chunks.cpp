@@ -245,7 +245,8 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
-  SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref(), what));
+  SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref().truncate_seq(),
+                                            req.ref().truncate_size(), what));
   const uint32_t pbytes = req.piece_bytes();
   std::vector<uint32_t> whole_crc{req.crc32c()};
   size_t first_piece = 0;
@@ -305,7 +306,8 @@ Status ChainedChunks::write_one_unit(net::RpcContext& ctx, const pb::WriteReques
     SURGE_RETURN_IF_ERROR(still_current(place, what));
     SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
     ChunkRecord rec = begin_life(*found);
-    SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref(), what));
+    SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref().truncate_seq(),
+                                              req.ref().truncate_size(), what));
     v = rec.version + 1;
     rec.version = v;
     if (place.successor == 0) rec.committed_version = v;
@@ -368,33 +370,18 @@ Status ChainedChunks::recover_gap(const ChainPlace& place, const ChunkKey& key, 
 Status ChainedChunks::forward_noop(const ChainPlace& place, const ChunkKey& key, ChunkRecord rec,
                                    const std::string& what) {
   SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
-  const uint64_t v = rec.version + 1;
-  rec.version = v;
-  if (place.successor == 0) rec.committed_version = v;
-  SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
-  SURGE_RETURN_IF_ERROR_CTX(chunks_.objects().truncate(rec.object_id, size), what);
-  if (place.successor != 0) {
-    ChunkUpdate u;
-    u.kind = pb::UPDATE_TRUNCATE;
-    u.version = v;
-    u.size = size;
-    u.truncate_seq = rec.truncate_seq;
-    SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, rec, u));
-  }
-  return commit(key, rec, v, false);
+  return cut(place, key, rec, size, 0, what);  // to its own size: no byte changes
 }
 
 Status ChainedChunks::catch_up_generation(const ChainPlace& place, const ChunkKey& key,
-                                          ChunkRecord& rec, const pb::ChunkRef& ref,
+                                          ChunkRecord& rec, uint64_t seq, uint64_t size,
                                           const std::string& what) {
-  if (ref.truncate_seq() <= rec.truncate_seq) return Status::OK();
-  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
-  if (size > ref.truncate_size()) {
-    return cut(place, key, rec, ref.truncate_size(), ref.truncate_seq(), what);
-  }
+  if (seq <= rec.truncate_seq) return Status::OK();
+  SURGE_ASSIGN_OR_RETURN(uint64_t held, chunks_.size(rec));
+  if (held > size) return cut(place, key, rec, size, seq, what);
   // Nothing past the truncate's size: the caller's update records the
   // generation (and carries it down the chain).
-  rec.truncate_seq = ref.truncate_seq();
+  rec.truncate_seq = seq;
   return Status::OK();
 }
 
@@ -517,22 +504,18 @@ Status ChainedChunks::truncate(const pb::TruncateRequest& req, const ChainPlace&
   }
   ChunkRecord rec = begin_life(*found);
   if (seq != 0) {
-    if (seq <= rec.truncate_seq) {
-      resp.set_chunk_version(rec.version);
-      return Status::OK();
-    }
-    SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks_.size(rec));
-    if (size <= req.size()) {
+    const uint64_t version = rec.version;
+    SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, seq, req.size(), what));
+    if (rec.version == version && rec.truncate_seq == seq && found->truncate_seq != seq) {
       // Nothing to cut. Recorded here only: a member after us learns the
       // generation with the chunk's next update, and until then holds
       // nothing past the size either.
-      rec.truncate_seq = seq;
       SURGE_RETURN_IF_ERROR(chunks_.index().put(key, rec, false));
-      resp.set_chunk_version(rec.version);
-      return Status::OK();
     }
+    resp.set_chunk_version(rec.version);
+    return Status::OK();
   }
-  SURGE_RETURN_IF_ERROR(cut(place, key, rec, req.size(), seq, what));
+  SURGE_RETURN_IF_ERROR(cut(place, key, rec, req.size(), 0, what));
   resp.set_chunk_version(rec.version);
   return Status::OK();
 }
@@ -620,7 +603,8 @@ Status ChainedChunks::fallocate(const pb::FallocateRequest& req, const ChainPlac
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, record(key, req.ref(), true));
   ChunkRecord rec = begin_life(*found);
-  SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref(), what));
+  SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, req.ref().truncate_seq(),
+                                            req.ref().truncate_size(), what));
   const uint64_t v = rec.version + 1;
   rec.version = v;
   if (place.successor == 0) rec.committed_version = v;

@@ -129,14 +129,14 @@ class ChainedChunks {
   // roll_forward) goes down the chain held, bringing the successor whole.
   Status recover_gap(const ChainPlace& place, const ChunkKey& key, uint64_t v,
                      const std::string& what);
-  // Under key's update order at the head, before an update of rec from a
-  // request with ref: if ref knows a newer truncate generation, the chunk
-  // is cut to its size (cut) when longer, and rec takes the generation.
+  // Under key's update order at the head, before an update of rec (or as
+  // a truncate of generation seq): if seq is newer than rec's, the chunk
+  // is cut to size (cut) when longer, and rec takes the generation.
   Status catch_up_generation(const ChainPlace& place, const ChunkKey& key, ChunkRecord& rec,
-                             const proto::ods::ChunkRef& ref, const std::string& what);
+                             uint64_t seq, uint64_t size, const std::string& what);
   // Under key's update order at the head: rec truncated to size as an
   // update of its own (stored, forwarded, committed), recording
-  // generation seq (when newer) once the bytes are cut.
+  // generation seq (when newer; 0: none) once the bytes are cut.
   Status cut(const ChainPlace& place, const ChunkKey& key, ChunkRecord& rec, uint64_t size,
              uint64_t seq, const std::string& what);
   // Under key's update order: a no-op update down the chain (see
