@@ -506,7 +506,7 @@ Status ChainedChunks::truncate(const pb::TruncateRequest& req, const ChainPlace&
   if (seq != 0) {
     const uint64_t version = rec.version;
     SURGE_RETURN_IF_ERROR(catch_up_generation(place, key, rec, seq, req.size(), what));
-    if (rec.version == version && rec.truncate_seq == seq && found->truncate_seq != seq) {
+    if (rec.version == version && rec.truncate_seq != found->truncate_seq) {
       // Nothing to cut. Recorded here only: a member after us learns the
       // generation with the chunk's next update, and until then holds
       // nothing past the size either.
