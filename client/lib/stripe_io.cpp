@@ -36,13 +36,14 @@ const char* verb(IoOp op) {
 
 void set_ref(ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c, uint32_t target,
              uint64_t chain_version) {
-  ref->set_target_id(target);   // refused if the address now serves another target
-  if (c.chain_id == 0) return;  // format 1: the legacy object named by object_id
-  ref->set_chain_id(c.chain_id);
-  ref->set_chain_version(chain_version);
-  ref->set_ino(c.chunk.ino);
-  ref->set_slot(c.chunk.slot);
-  ref->set_position(c.chunk.position);
+  ref->set_target_id(target);  // refused if the address now serves another target
+  if (c.chain_id != 0) {       // else format 1: the legacy object named by object_id
+    ref->set_chain_id(c.chain_id);
+    ref->set_chain_version(chain_version);
+    ref->set_ino(c.chunk.ino);
+    ref->set_slot(c.chunk.slot);
+    ref->set_position(c.chunk.position);
+  }
   if (r.layout.truncate_seq != 0) {
     // The file's last truncate as we know it, in this chunk's terms: the
     // data server cuts a chunk that has not applied it before our update,

@@ -133,7 +133,7 @@ Status truncate_file_data(const pb::Layout& layout, uint64_t ino, uint64_t file_
     SURGE_RETURN_IF_ERROR(on_piece(
         p, map, objects,
         [&](uint32_t target, const std::string& addr) {
-          return objects.truncate(target, addr, ino, size);
+          return objects.truncate(target, addr, ino, size, truncate_seq);
         },
         [&](const ChunkAddress& a) { return objects.truncate_chunk(a, size, truncate_seq); }));
   }
@@ -141,14 +141,16 @@ Status truncate_file_data(const pb::Layout& layout, uint64_t ino, uint64_t file_
 }
 
 Status remove_file_data(const pb::Layout& layout, uint64_t ino, ClusterMap& map,
-                        ObjectTargets& objects) {
+                        ObjectTargets& objects, uint64_t truncate_seq) {
   const FileLayout l = to_file_layout(layout);
   SURGE_RETURN_IF_ERROR(validate(l, ino));
   for (const ChunkPiece& p : all_chunks(l, ino)) {
     SURGE_RETURN_IF_ERROR(on_piece(
         p, map, objects,
-        [&](uint32_t target, const std::string& addr) { return objects.remove(target, addr, ino); },
-        [&](const ChunkAddress& a) { return objects.remove_chunk(a); }));
+        [&](uint32_t target, const std::string& addr) {
+          return objects.remove(target, addr, ino, truncate_seq);
+        },
+        [&](const ChunkAddress& a) { return objects.remove_chunk(a, truncate_seq); }));
   }
   return Status::OK();
 }

@@ -21,13 +21,15 @@ FileLayout to_file_layout(const proto::mds::Layout& l);
 
 // Sets every chunk to the size file_size implies. Unavailable naming the
 // target or chain when one cannot be reached (nothing is skipped).
-// truncate_seq != 0 (chained layouts): the truncate generation applied,
-// which a chunk that applied it already skips.
+// truncate_seq != 0: the truncate generation applied, which a chunk or
+// legacy object that applied it already skips.
 Status truncate_file_data(const proto::mds::Layout& layout, uint64_t ino, uint64_t file_size,
                           ClusterMap& map, ObjectTargets& objects, uint64_t truncate_seq = 0);
 
 // Removes every chunk (idempotent). Unavailable as above: retry later.
+// truncate_seq != 0 (a setstripe's old layout): not a chunk that applied
+// that generation or a later one.
 Status remove_file_data(const proto::mds::Layout& layout, uint64_t ino, ClusterMap& map,
-                        ObjectTargets& objects);
+                        ObjectTargets& objects, uint64_t truncate_seq = 0);
 
 }  // namespace surge::mds

@@ -28,10 +28,14 @@ class ObjectTargets {
  public:
   virtual ~ObjectTargets() = default;
   // Sets the object's size (object-local bytes); creates it if missing.
+  // truncate_seq != 0: the file's truncate generation being applied (an
+  // object that applied it already is left as it is; ods.proto, ChunkRef).
   virtual Status truncate(uint32_t target_id, const std::string& address, uint64_t object_id,
-                          uint64_t size) = 0;
+                          uint64_t size, uint64_t truncate_seq = 0) = 0;
   // Removes the object; a missing object is success (idempotent).
-  virtual Status remove(uint32_t target_id, const std::string& address, uint64_t object_id) = 0;
+  // truncate_seq != 0: not if it applied that generation or a later one.
+  virtual Status remove(uint32_t target_id, const std::string& address, uint64_t object_id,
+                        uint64_t truncate_seq = 0) = 0;
   // Whether the data server at address answers at all (within a short
   // deadline): the MDS's own check of a client's failure report.
   virtual Status probe(const std::string& address) = 0;
@@ -40,7 +44,7 @@ class ObjectTargets {
   // chunk that applied it already is left as it is; ods.proto, ChunkRef).
   virtual Status truncate_chunk(const ChunkAddress& chunk, uint64_t size,
                                 uint64_t truncate_seq = 0) = 0;
-  virtual Status remove_chunk(const ChunkAddress& chunk) = 0;
+  virtual Status remove_chunk(const ChunkAddress& chunk, uint64_t truncate_seq = 0) = 0;
 };
 
 }  // namespace surge::mds

@@ -7,6 +7,17 @@
 
 namespace surge::mds {
 
+Status apply_truncate_intent(const records::TruncateIntent& t, const records::StoredAttr& a,
+                             ClusterMap& map, ObjectTargets& objects) {
+  if (t.has_old_layout()) {
+    SURGE_RETURN_IF_ERROR(
+        remove_file_data(to_wire(t.old_layout()), a.ino(), map, objects, t.seq())
+            .WithContext("removing the old layout of inode " + std::to_string(a.ino())));
+  }
+  if (!a.has_layout()) return Status::OK();
+  return truncate_file_data(to_wire(a.layout()), a.ino(), t.size(), map, objects, t.seq());
+}
+
 Result<TruncateStats> apply_truncate_intents(Namespace& ns, ClusterMap& map, ObjectTargets& objects,
                                              size_t max) {
   TruncateStats st;
@@ -18,9 +29,8 @@ Result<TruncateStats> apply_truncate_intents(Namespace& ns, ClusterMap& map, Obj
   for (const Namespace::PendingTruncate& p : pending) {
     records::InodeRecord rec;
     SURGE_ASSIGN_OR_RETURN(bool found, ns.inode_record(p.ino, &rec));
-    if (found && rec.attr().has_layout()) {
-      Status s = truncate_file_data(to_wire(rec.attr().layout()), p.ino, p.intent.size(), map,
-                                    objects, p.intent.seq());
+    if (found) {
+      Status s = apply_truncate_intent(p.intent, rec.attr(), map, objects);
       if (!s.ok()) {
         ++st.deferred;
         if (s.code() == Code::kUnavailable) {

@@ -48,10 +48,11 @@ Status RpcObjectTargets::truncate_chunk(const ChunkAddress& a, uint64_t size,
   return s;
 }
 
-Status RpcObjectTargets::remove_chunk(const ChunkAddress& a) {
+Status RpcObjectTargets::remove_chunk(const ChunkAddress& a, uint64_t truncate_seq) {
   SURGE_ASSIGN_OR_RETURN(auto ch, pool_.get(a.address));
   proto::ods::RemoveRequest req;
   set_ref(a, req.mutable_ref());
+  req.mutable_ref()->set_truncate_seq(truncate_seq);
   proto::ods::RemoveReply resp;
   Status s = ch->call<proto::ods::OdsRemove>(req, &resp, {}, timeout_);
   if (s.code() == Code::kDisconnected) pool_.drop(a.address);
@@ -72,22 +73,24 @@ Status RpcObjectTargets::probe(const std::string& address) {
 }
 
 Status RpcObjectTargets::truncate(uint32_t target_id, const std::string& address,
-                                  uint64_t object_id, uint64_t size) {
+                                  uint64_t object_id, uint64_t size, uint64_t truncate_seq) {
   SURGE_ASSIGN_OR_RETURN(auto ch, pool_.get(address));
   proto::ods::TruncateRequest req;
   req.set_object_id(object_id);
   req.set_size(size);
+  req.mutable_ref()->set_truncate_seq(truncate_seq);
   proto::ods::TruncateReply resp;
   Status s = ch->call<proto::ods::OdsTruncate>(req, &resp, {}, timeout_);
   if (s.code() == Code::kDisconnected) pool_.drop(address);
   return s;
 }
 
-Status RpcObjectTargets::remove(uint32_t target_id, const std::string& address,
-                                uint64_t object_id) {
+Status RpcObjectTargets::remove(uint32_t target_id, const std::string& address, uint64_t object_id,
+                                uint64_t truncate_seq) {
   SURGE_ASSIGN_OR_RETURN(auto ch, pool_.get(address));
   proto::ods::RemoveRequest req;
   req.set_object_id(object_id);
+  req.mutable_ref()->set_truncate_seq(truncate_seq);
   proto::ods::RemoveReply resp;
   Status s = ch->call<proto::ods::OdsRemove>(req, &resp, {}, timeout_);
   if (s.code() == Code::kDisconnected) pool_.drop(address);

@@ -15,12 +15,13 @@ class RpcObjectTargets : public ObjectTargets {
   // probe_timeout bounds probe(): connecting and one OdsStatFs.
   RpcObjectTargets(const std::string& cluster_key, std::chrono::milliseconds timeout,
                    std::chrono::milliseconds probe_timeout = std::chrono::milliseconds(500));
-  Status truncate(uint32_t target_id, const std::string& address, uint64_t object_id,
-                  uint64_t size) override;
-  Status remove(uint32_t target_id, const std::string& address, uint64_t object_id) override;
+  Status truncate(uint32_t target_id, const std::string& address, uint64_t object_id, uint64_t size,
+                  uint64_t truncate_seq) override;
+  Status remove(uint32_t target_id, const std::string& address, uint64_t object_id,
+                uint64_t truncate_seq) override;
   Status probe(const std::string& address) override;
   Status truncate_chunk(const ChunkAddress& chunk, uint64_t size, uint64_t truncate_seq) override;
-  Status remove_chunk(const ChunkAddress& chunk) override;
+  Status remove_chunk(const ChunkAddress& chunk, uint64_t truncate_seq) override;
 
  private:
   net::ChannelPool pool_;

@@ -426,7 +426,7 @@ Status Namespace::open_existing_locked(const pb::Credentials& cred, records::Ino
     SURGE_RETURN_IF_ERROR(kv_->commit(b, false));  // Busy: changed since read, the caller retries
   }
   if (session_id != 0) SURGE_RETURN_IF_ERROR(sessions_->add_open(session_id, a.ino()));
-  if (write && session_id != 0 && sessions_->survives_restart() && chained(a)) {
+  if (write && session_id != 0 && sessions_->survives_restart() && a.has_layout()) {
     // A truncate through another MDS may have committed after our read
     // and judged the file's opens before ours was stored: our writes must
     // then carry its generation (namespace_truncate.cpp).

@@ -162,15 +162,23 @@ class Namespace {
   // The same for an unlink/rmdir/rename/link: its op id goes into the batch
   // (see op_done), and old ids expire now and then.
   Status commit_done_op(KvBatch& b, LockTable::Guard& g, uint64_t op_id, uint64_t now);
-  Status truncate_objects(const records::StoredAttr& a, uint64_t size);
   // Sets rec's size for a truncate (setattr, O_TRUNC) into b, with the
   // inode locked by g: see namespace_truncate.cpp.
   Status resize_locked(records::InodeRecord& rec, uint64_t size, KvBatch& b, LockTable::Guard& g);
+  // Gives an empty file layout l (setstripe): the old layout's data goes
+  // through an intent too (a generation, so the new layout's writers are
+  // never undone by it).
+  Status relayout_locked(records::InodeRecord& rec, const records::StoredLayout& l, KvBatch& b,
+                         LockTable::Guard& g);
+  // What both record: the file's next truncate generation (to size) and
+  // its intent, after applying one still pending (inode unlocked).
+  Status intend_truncate_locked(records::StoredAttr& a, uint64_t size,
+                                const records::StoredLayout* old_layout, KvBatch& b,
+                                LockTable::Guard& g);
   // After a truncate's commit is durable, no lock held: applies it now when
   // a session other than session_id holds the file open (see
   // namespace_truncate.cpp). Never fails the truncate.
   void settle_truncate(const records::StoredAttr& a, uint64_t session_id);
-  static bool chained(const records::StoredAttr& a);
   // Builds a new child of a locked, loaded directory into b (the dentry,
   // the child, the updated parent); the caller commits.
   Status add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,

@@ -148,12 +148,6 @@ pb::Layout dir_default_of(const pb::Layout& req) {
 }
 }  // namespace
 
-Status Namespace::truncate_objects(const records::StoredAttr& a, uint64_t size) {
-  if (!a.has_layout()) return Status::OK();
-  return truncate_file_data(to_wire(a.layout()), a.ino(), size, *map_, *objects_)
-      .WithContext("truncating " + ino_str(a.ino()) + " to " + std::to_string(size) + " bytes");
-}
-
 Status Namespace::change_inode(uint64_t ino, const char* what, records::InodeRecord* rec,
                                const std::function<Status(KvBatch&, LockTable::Guard&)>& change) {
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
@@ -402,14 +396,9 @@ Status Namespace::set_layout(const pb::SetLayoutRequest& req, pb::SetLayoutReply
                             " bytes; layouts change only on empty files");
       }
       SURGE_ASSIGN_OR_RETURN(pb::Layout l, place(dir_default_of(req.layout()), req.ino()));
-      // Objects or chunks of the old layout may exist (created empty by a truncate).
-      if (rec.attr().has_layout()) {
-        SURGE_RETURN_IF_ERROR_CTX(g.unlocked([&] {
-          return remove_file_data(to_wire(rec.attr().layout()), req.ino(), *map_, *objects_);
-        }),
-                                  what + ": removing the old layout's data");
-      }
-      *rec.mutable_attr()->mutable_layout() = to_stored(l);
+      // Chunks of the old layout may exist (a file written, then truncated
+      // to 0): they go through an intent (namespace_truncate.cpp).
+      SURGE_RETURN_IF_ERROR_CTX(relayout_locked(rec, to_stored(l), b, g), what);
       *out->mutable_layout() = l;
     } else {
       return Status::InvalidArgument(what + ": not a file or directory");

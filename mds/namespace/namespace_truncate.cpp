@@ -1,6 +1,6 @@
 // Truncates (setattr of the size, open with O_TRUNC) and their intents.
 //
-// A chained file's truncate is one commit and no data-server call: the
+// A file's truncate is one commit and no data-server call: the
 // inode's record takes the new size, a new truncate generation
 // (truncate_seq + 1) and the size it set, and an intent record {seq, size}
 // goes into the same batch. The leader's pass (cluster/truncate_intents.h)
@@ -24,11 +24,18 @@
 // another MDS reads the generation again once its open is stored
 // (namespace.cpp, open_existing_locked), so neither can miss the other.
 //
-// Format 1 layouts (no chains, no versions at the data servers) are
-// truncated inside the request as before: objects first, then the size.
+// Every layout format works so: chained chunks keep the generation they
+// applied in the chunk index, legacy (format 1) objects in a record beside
+// the object (ods/store/object_generation.cpp).
+//
+// A setstripe of a file (empty) is a generation as well, to size 0, whose
+// intent also names the old layout: its chunks are removed by the pass,
+// each removal carrying the generation, so a chunk of the same name the
+// new layout's writers made meanwhile is spared (relayout_locked).
 #include "common/file_layout.h"
 #include "common/log.h"
 #include "mds/cluster/file_chunks.h"
+#include "mds/cluster/truncate_intents.h"
 #include "mds/namespace/keys.h"
 #include "mds/namespace/namespace.h"
 #include "mds/namespace/op_limits.h"
@@ -45,55 +52,69 @@ std::string encode(const records::TruncateIntent& t) {
 
 }  // namespace
 
-bool Namespace::chained(const records::StoredAttr& a) {
-  return a.has_layout() && a.layout().format() == FileLayout::kFormatChains;
-}
-
 Status Namespace::resize_locked(records::InodeRecord& rec, uint64_t size, KvBatch& b,
                                 LockTable::Guard& g) {
   records::StoredAttr* a = rec.mutable_attr();
-  if (!chained(*a)) {
-    // Objects first: if a data server fails, the size stays as it was. The
-    // inode is unlocked meanwhile; b checks the record as read.
-    SURGE_RETURN_IF_ERROR(g.unlocked([&] { return truncate_objects(*a, size); }));
+  if (!a->has_layout()) {  // no data anywhere
     a->set_size(size);
     return Status::OK();
   }
-  const std::string key = keys::truncate_intent(a->ino());
+  SURGE_RETURN_IF_ERROR(intend_truncate_locked(*a, size, nullptr, b, g));
+  a->set_size(size);
+  return Status::OK();
+}
+
+Status Namespace::relayout_locked(records::InodeRecord& rec, const records::StoredLayout& l,
+                                  KvBatch& b, LockTable::Guard& g) {
+  records::StoredAttr* a = rec.mutable_attr();
+  if (a->has_layout()) {
+    const records::StoredLayout old = a->layout();
+    SURGE_RETURN_IF_ERROR(intend_truncate_locked(*a, a->size(), &old, b, g));
+  }
+  *a->mutable_layout() = l;
+  return Status::OK();
+}
+
+Status Namespace::intend_truncate_locked(records::StoredAttr& a, uint64_t size,
+                                         const records::StoredLayout* old_layout, KvBatch& b,
+                                         LockTable::Guard& g) {
+  const std::string key = keys::truncate_intent(a.ino());
   SURGE_ASSIGN_OR_RETURN(auto pending, kv_->get(Space::kSystem, key));
   if (pending) {
     records::TruncateIntent t;
     if (!t.ParseFromString(*pending)) {
-      return Status::Corruption("truncate intent of " + ino_str(a->ino()) + " does not parse");
+      return Status::Corruption("truncate intent of " + ino_str(a.ino()) + " does not parse");
     }
     // Its commit may not be synced yet (a group commit after the lock
     // went): a generation a data server applied must never be lost, or a
     // later truncate would reuse its number.
     SURGE_RETURN_IF_ERROR(kv_->make_durable());
     SURGE_RETURN_IF_ERROR(g.unlocked([&] {
-      return truncate_file_data(to_wire(a->layout()), a->ino(), t.size(), *map_, *objects_, t.seq())
-          .WithContext("applying truncate " + std::to_string(t.seq()) + " of " + ino_str(a->ino()) +
+      return apply_truncate_intent(t, a, *map_, *objects_)
+          .WithContext("applying truncate " + std::to_string(t.seq()) + " of " + ino_str(a.ino()) +
                        " before the next");
     }));
   }
   records::TruncateIntent next;
-  next.set_seq(a->truncate_seq() + 1);
+  next.set_seq(a.truncate_seq() + 1);
   next.set_size(size);
-  a->set_truncate_seq(next.seq());
-  a->set_truncate_size(size);
-  a->set_size(size);
+  if (old_layout != nullptr) *next.mutable_old_layout() = *old_layout;
+  a.set_truncate_seq(next.seq());
+  a.set_truncate_size(size);
   b.put(Space::kSystem, key, encode(next));
   return Status::OK();
 }
 
 void Namespace::settle_truncate(const records::StoredAttr& a, uint64_t session_id) {
-  if (!chained(a)) return;
+  if (!a.has_layout()) return;
   auto others = sessions_->held_by_others(a.ino(), session_id);
   if (others.ok() && !*others) return;
+  // The intent as committed (a setstripe's names the old layout too).
+  auto stored = kv_->get(Space::kSystem, keys::truncate_intent(a.ino()));
+  if (!stored.ok() || !*stored) return;  // the pass or a later truncate applies it
   records::TruncateIntent t;
-  t.set_seq(a.truncate_seq());
-  t.set_size(a.truncate_size());
-  Status st = truncate_file_data(to_wire(a.layout()), a.ino(), t.size(), *map_, *objects_, t.seq());
+  if (!t.ParseFromString(**stored) || t.seq() != a.truncate_seq()) return;
+  Status st = apply_truncate_intent(t, a, *map_, *objects_);
   if (st.ok()) st = finish_truncate_intent(a.ino(), t);
   if (!st.ok() && st.code() != Code::kBusy) {
     SLOG_WARN(

@@ -176,6 +176,20 @@ ChainedChunks::ChainedChunks(ChunkStore& chunks, ChainView& view, ChainForwarder
 Result<std::optional<ChunkRecord>> ChainedChunks::record(const ChunkKey& key,
                                                          const pb::ChunkRef& ref, bool create) {
   SURGE_ASSIGN_OR_RETURN(auto rec, chunks_.find(key, ref.chain_id(), create));
+  if (rec && rec->chain_id != ref.chain_id() && ref.truncate_seq() != 0) {
+    // A slot moves to another chain only by a setstripe, which makes a
+    // truncate generation, and its old chunks go by the MDS's pass, maybe
+    // late (mds/namespace/namespace_truncate.cpp). A request of a newer
+    // generation than the copy here finds an old layout's chunk: gone for
+    // it. One of the generation or an older one (that removal, late) finds
+    // the new layout's chunk: not its own, as if missing.
+    if (ref.truncate_seq() > rec->truncate_seq) {
+      SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, false)
+                                .WithContext("dropping the old layout's " + key.describe()));
+      return chunks_.find(key, ref.chain_id(), create);
+    }
+    if (!create) return std::optional<ChunkRecord>{};
+  }
   if (rec && rec->chain_id != ref.chain_id()) {
     return Status::WrongTarget(key.describe() + " is stored here under chain " +
                                std::to_string(rec->chain_id) + ", the request names chain " +
@@ -532,6 +546,13 @@ Status ChainedChunks::remove(const pb::RemoveRequest& req, const ChainPlace& pla
   auto order = order_.lock(key);
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
+  const uint64_t seq = req.ref().truncate_seq();
+  if (rec && seq != 0 && rec->truncate_seq >= seq) {
+    // Written under a newer layout with the same chunk names (a setstripe's
+    // removal of the old one coming late): it stays, on every member.
+    resp.set_existed(true);
+    return Status::OK();
+  }
   bool existed = false;
   if (rec) {
     auto s = chunks_.objects().stat(rec->object_id);
@@ -544,6 +565,7 @@ Status ChainedChunks::remove(const pb::RemoveRequest& req, const ChainPlace& pla
     ChunkUpdate u;
     u.kind = pb::UPDATE_REMOVE;
     u.version = rec ? rec->version + 1 : 1;
+    u.truncate_seq = seq;  // a member holding the new layout's chunk keeps it
     SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, ChunkRecord{}, u));
   }
   resp.set_existed(existed);
@@ -656,11 +678,15 @@ Status ChainedChunks::forward(net::RpcContext& ctx, const pb::ChainForwardReques
   SURGE_RETURN_IF_ERROR(still_current(place, what));
   if (req.kind() == pb::UPDATE_REMOVE) {
     SURGE_ASSIGN_OR_RETURN(auto rec, record(key, req.ref(), false));
-    if (rec) SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, req.sync()));
+    const uint64_t seq = req.ref().truncate_seq();
+    if (rec && (seq == 0 || rec->truncate_seq < seq)) {
+      SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, req.sync()));
+    }
     if (place.successor != 0) {
       ChunkUpdate u;
       u.kind = pb::UPDATE_REMOVE;
       u.version = req.update_version();
+      u.truncate_seq = seq;
       SURGE_RETURN_IF_ERROR(forwarder_.forward(place, key, ChunkRecord{}, u));
     }
     return Status::OK();

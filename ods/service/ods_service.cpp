@@ -245,6 +245,22 @@ Status OdsService::resync_chunk(net::RpcContext& ctx, const pb::ResyncChunkReque
   return chained_->resync(ctx, req, place, std::move(io.buf), resp);
 }
 
+// Legacy objects and truncate generations (ObjectStore::apply_truncate):
+// a request that knows of a truncate the object has not applied finds the
+// object as if cut. An update cuts it first.
+Status OdsService::catch_up_truncate(const pb::ChunkRef& ref, uint64_t id, const char* op) {
+  if (ref.truncate_seq() == 0 || id == 0) return Status::OK();
+  return store_.apply_truncate(id, ref.truncate_seq(), ref.truncate_size(), /*for_update=*/true)
+      .WithContext(std::string("before the ") + op + " of " + obj_name(id));
+}
+
+// ... and a read or stat answers nothing past that truncate's size.
+Result<uint64_t> OdsService::readable_end(const pb::ChunkRef& ref, uint64_t id) {
+  if (ref.truncate_seq() == 0) return UINT64_MAX;
+  SURGE_ASSIGN_OR_RETURN(ObjectStore::TruncateGeneration g, store_.truncate_generation(id));
+  return g.seq >= ref.truncate_seq() ? UINT64_MAX : ref.truncate_size();
+}
+
 Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::WriteReply& resp) {
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "write"));
@@ -273,6 +289,8 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
                                    std::to_string(ctx.bulk().length(0)) + " bytes for a length of " +
                                    std::to_string(len));
   }
+
+  SURGE_RETURN_IF_ERROR(catch_up_truncate(req.ref(), id, "write"));
 
   // The payload is checked and stored piece by piece as it arrives (see
   // WriteRequest.piece_crc32c), so checksumming and storing one piece
@@ -407,20 +425,24 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
     if (st.ok()) metrics_.read_bytes.inc(resp.length());
     return st;
   }
-  const uint64_t id = req.object_id(), off = req.offset(), len = req.length();
+  const uint64_t id = req.object_id(), off = req.offset();
   if (id == 0) return Status::InvalidArgument("read from " + ctx.peer() + ": object id 0");
-  if (len > options_.max_io_bytes) {
+  if (req.length() > options_.max_io_bytes) {
     return Status::InvalidArgument("read " + obj_name(id) + " from " + ctx.peer() + ": length " +
-                                   std::to_string(len) + " over the limit " + std::to_string(options_.max_io_bytes));
+                                   std::to_string(req.length()) + " over the limit " +
+                                   std::to_string(options_.max_io_bytes));
   }
   SURGE_RETURN_IF_ERROR(check_bulk(ctx, net::BulkAccess::kServerPush, id, "read"));
-  if (ctx.bulk().length(0) < len) {
-    return Status::InvalidArgument("read " + obj_name(id) + " from " + ctx.peer() + ": bulk region of " +
-                                   std::to_string(ctx.bulk().length(0)) + " bytes for a length of " +
-                                   std::to_string(len));
+  if (ctx.bulk().length(0) < req.length()) {
+    return Status::InvalidArgument("read " + obj_name(id) + " from " + ctx.peer() +
+                                   ": bulk region of " + std::to_string(ctx.bulk().length(0)) +
+                                   " bytes for a length of " + std::to_string(req.length()));
   }
   resp.set_length(0);
   resp.set_crc32c(0);
+  SURGE_ASSIGN_OR_RETURN(const uint64_t end, readable_end(req.ref(), id));
+  if (off >= end) return Status::OK();
+  const uint64_t len = std::min(req.length(), end - off);
   if (len == 0 || off >= store_.options().max_object_size) return Status::OK();
 
   // In pieces, so reading and checking one overlaps the client receiving
@@ -466,14 +488,19 @@ Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply& r
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "truncate"));
   if (place.chain_id != 0) return chained_->truncate(req, place, resp);
-  return store_.truncate(req.object_id(), req.size());
+  // With a generation (the MDS's intent pass): nothing if the object
+  // applied it already, so a late truncate never cuts a later write.
+  return store_.apply_truncate(req.object_id(), req.ref().truncate_seq(), req.size(),
+                               /*for_update=*/false);
 }
 
 Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "remove"));
   if (place.chain_id != 0) return chained_->remove(req, place, resp);
-  SURGE_ASSIGN_OR_RETURN(bool existed, store_.remove(req.object_id()));
+  const uint64_t seq = req.ref().truncate_seq();
+  SURGE_ASSIGN_OR_RETURN(bool existed, seq != 0 ? store_.remove_older_than(req.object_id(), seq)
+                                                : store_.remove(req.object_id()));
   resp.set_existed(existed);
   return Status::OK();
 }
@@ -483,7 +510,8 @@ Status OdsService::stat(const pb::StatRequest& req, pb::StatReply& resp) {
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "stat"));
   if (place.chain_id != 0) return chained_->stat(req, place, resp);
   SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.stat(req.object_id()));
-  resp.set_size(size);
+  SURGE_ASSIGN_OR_RETURN(const uint64_t end, readable_end(req.ref(), req.object_id()));
+  resp.set_size(std::min(size, end));
   return Status::OK();
 }
 
@@ -521,6 +549,7 @@ Status OdsService::fallocate(const pb::FallocateRequest& req, pb::FallocateReply
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "fallocate"));
   if (place.chain_id != 0) return chained_->fallocate(req, place, resp);
+  SURGE_RETURN_IF_ERROR(catch_up_truncate(req.ref(), req.object_id(), "fallocate"));
   ObjectStore::SpaceOp op;
   switch (req.mode()) {
     case pb::FALLOCATE_RESERVE: op = ObjectStore::SpaceOp::kReserve; break;

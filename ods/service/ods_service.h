@@ -115,6 +115,10 @@ class OdsService {
   // (empty for legacy refs and without a view); NotSupported for a chained
   // ref without ChainedChunks.
   Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op);
+  // Legacy objects under a truncate generation the request knows of (see
+  // ods_service.cpp): cut before an update; the end a read or stat sees.
+  Status catch_up_truncate(const proto::ods::ChunkRef& ref, uint64_t id, const char* op);
+  Result<uint64_t> readable_end(const proto::ods::ChunkRef& ref, uint64_t id);
   // What a chained request needs to move bytes: an admission unit and a
   // pool buffer of chunk_size() bytes.
   struct IoBuffer {

@@ -32,6 +32,11 @@ struct ObjectFile {
   int direct_fd = -1;  // O_DIRECT, only when the store uses it
   int crc_fd = -1;     // sidecar: 4 bytes per block, see block_checksum.h
   uint64_t size = 0;   // data file size; guarded by mu
+  // The truncate generation applied (object_generation.cpp), read from
+  // its file on first use; guarded by mu (loading it: exclusively).
+  bool generation_loaded = false;
+  uint64_t generation_seq = 0;
+  uint64_t generation_size = 0;
   std::shared_mutex mu;
 };
 

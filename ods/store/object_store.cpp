@@ -181,6 +181,9 @@ std::string ObjectStore::data_path(uint64_t id) const {
 std::string ObjectStore::crc_path(uint64_t id) const {
   return fanout_dir(options_.data_dir, id) + "/" + hex_id(id) + ".crc";
 }
+std::string ObjectStore::generation_path(uint64_t id) const {
+  return fanout_dir(options_.data_dir, id) + "/" + hex_id(id) + ".gen";
+}
 
 Status ObjectStore::init() {
   const std::string& root = options_.data_dir;
@@ -676,27 +679,33 @@ Status ObjectStore::truncate(uint64_t id, uint64_t size, std::optional<uint64_t>
   }
   auto obj = std::move(got).value();
   std::unique_lock lk(obj->mu);
-  if (size == obj->size || (only_if_size && obj->size != *only_if_size)) return Status::OK();
+  if (only_if_size && obj->size != *only_if_size) return Status::OK();
+  return truncate_locked(*obj, size);
+}
+
+Status ObjectStore::truncate_locked(ObjectFile& obj, uint64_t size) {
+  const uint64_t id = obj.id;
+  if (size == obj.size) return Status::OK();
   // The block that will hold the new end must be sound before it is cut.
-  if (size < obj->size && size % kBlockSize != 0) {
+  if (size < obj.size && size % kBlockSize != 0) {
     std::array<std::byte, kBlockSize> buf;
-    SURGE_RETURN_IF_ERROR(read_block(*obj, size / kBlockSize, buf.data()));
+    SURGE_RETURN_IF_ERROR(read_block(obj, size / kBlockSize, buf.data()));
   }
   SURGE_RETURN_IF_ERROR(begin_change(id));
   ChangeScope change(this, id);
-  if (::ftruncate(obj->data_fd, static_cast<off_t>(size)) != 0) {
-    return errno_status(errno, "truncate object " + std::to_string(id) + " " + obj->data_path + " to " +
-                                   std::to_string(size));
+  if (::ftruncate(obj.data_fd, static_cast<off_t>(size)) != 0) {
+    return errno_status(errno, "truncate object " + std::to_string(id) + " " + obj.data_path +
+                                   " to " + std::to_string(size));
   }
-  const uint64_t old_size = obj->size;
-  obj->size = size;
+  const uint64_t old_size = obj.size;
+  obj.size = size;
   if (size < old_size && size % kBlockSize != 0) {
-    SURGE_RETURN_IF_ERROR(rechecksum_block(*obj, size / kBlockSize, false));
+    SURGE_RETURN_IF_ERROR(rechecksum_block(obj, size / kBlockSize, false));
   }
   // Growing needs no CRC work: the old tail was checksummed as zero-padded.
   if (size < old_size) {
     off_t crc_len = static_cast<off_t>((size + kBlockSize - 1) / kBlockSize * kCrcEntrySize);
-    if (::ftruncate(obj->crc_fd, crc_len) != 0) {
+    if (::ftruncate(obj.crc_fd, crc_len) != 0) {
       return errno_status(errno, "truncate checksums of object " + std::to_string(id));
     }
   }
@@ -722,6 +731,11 @@ Result<bool> ObjectStore::remove(uint64_t id) {
   std::string cpath = crc_path(id);
   if (::unlink(cpath.c_str()) != 0 && errno != ENOENT) {
     return errno_status(errno, "remove checksums of object " + std::to_string(id) + " " + cpath);
+  }
+  std::string gpath = generation_path(id);
+  if (::unlink(gpath.c_str()) != 0 && errno != ENOENT) {
+    return errno_status(
+        errno, "remove the truncate generation of object " + std::to_string(id) + " " + gpath);
   }
   if (existed) objects_.fetch_sub(1);
   std::lock_guard lk(dirty_mu_);

@@ -6,6 +6,8 @@
 //                                 directory formatted with other parameters
 //   objects/HH/HH/<id hex>.dat    the object's bytes; a sparse file
 //   objects/HH/HH/<id hex>.crc    CRC sidecar, see block_checksum.h
+//   objects/HH/HH/<id hex>.gen    the truncate generation applied, only
+//                                 once one was (truncate_generation())
 //   dirty.log                     ids written since their last sync, see
 //                                 recover(): only needed after a crash
 // HH/HH is a hash of the id, so consecutive inode numbers spread over
@@ -109,6 +111,27 @@ class ObjectStore {
   // data directory's file system cannot punch.
   enum class SpaceOp { kReserve, kPunch, kZero };
   Status fallocate(uint64_t id, uint64_t offset, uint64_t length, SpaceOp op, bool keep_size);
+  // Truncate generations (object_generation.cpp; docs/redundancy.md,
+  // "Truncate generations"): the file's truncate an object has applied,
+  // kept in objects/HH/HH/<id hex>.gen once it applied one. Requests that
+  // carry a newer generation find the object as if cut first, so a truncate
+  // the MDS sends late never cuts a write made after it.
+  struct TruncateGeneration {
+    uint64_t seq = 0;   // 0: none applied (or no object)
+    uint64_t size = 0;  // the size that truncate set
+  };
+  Result<TruncateGeneration> truncate_generation(uint64_t id);
+  // Applies truncate `seq` (the object's size becomes `size`) unless the
+  // object applied it or a later one; the cut is synced before the
+  // generation is recorded (durably). for_update: the caller writes the
+  // object next, so a missing object is created to hold the record; else a
+  // missing object stays missing when size is 0, with no record (nothing
+  // of it can be cut later).
+  Status apply_truncate(uint64_t id, uint64_t seq, uint64_t size, bool for_update);
+  // Removes the object unless it applied generation seq or a later one
+  // (a writer that knew of it made it); true when it existed and went.
+  Result<bool> remove_older_than(uint64_t id, uint64_t seq);
+
   // Idempotent; true when the object existed.
   Result<bool> remove(uint64_t id);
   // Size, NotFound when the object does not exist.
@@ -136,6 +159,7 @@ class ObjectStore {
   // Paths of an object's files (tests corrupt them on purpose).
   std::string data_path(uint64_t id) const;
   std::string crc_path(uint64_t id) const;
+  std::string generation_path(uint64_t id) const;
   size_t open_objects() const;
   // What fresh objects cost the store (tests assert on them): mkdir calls
   // made for fan-out directories, and blocks read back to merge a partial
@@ -158,6 +182,9 @@ class ObjectStore {
     ChangeScope(ObjectStore* s, uint64_t i) : store(s), id(i) {}
     ~ChangeScope() { store->end_change(id); }
   };
+  Status truncate_locked(ObjectFile& obj, uint64_t size);  // obj.mu held exclusively
+  Status load_generation_locked(ObjectFile& obj);          // obj.mu held
+  Status store_generation_locked(ObjectFile& obj, TruncateGeneration g);
   Status sync_object(ObjectFile& obj);
   Status read_block(ObjectFile& obj, uint64_t block, std::byte* buf);
   Status rechecksum_block(ObjectFile& obj, uint64_t block, bool verify_first);

@@ -1,5 +1,6 @@
-// Truncates of replicated files as intents, on real daemons (1 MDS, 3 data
-// servers, files of replicas 2 in 64 KiB stripes over 3 chains): the MDS
+// Truncates as intents, on real daemons (1 MDS, 3 data servers, files in
+// 64 KiB stripes over 3 slots; each case runs for files of replicas 2 on
+// chains and for one-copy legacy objects, format 1): the MDS
 // answers a truncate with a new truncate generation and no data-server
 // call; clients carry the generation, so a write after the truncate cuts
 // its chunk first and a read sees the truncated bytes as gone, long before
@@ -16,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/client/chain_state.h"
 #include "tests/client/local_cluster.h"
 
 namespace surge::test {
@@ -36,10 +38,15 @@ std::string whole(Client& cl, const std::string& path) {
   return got;
 }
 
-class TruncateIntent : public ::testing::Test {
+// The layouts the cases run for: chained chunks keep the generation in the
+// chunk index, legacy objects in a record beside the object.
+enum class Layout { kChains, kLegacyObjects };
+
+class TruncateIntent : public ::testing::TestWithParam<Layout> {
  protected:
   void SetUp() override {
     ClusterConfig cfg = small_stripes();
+    if (GetParam() == Layout::kLegacyObjects) cfg = one_copy(cfg);
     // The MDS's background pass does not run until the test says so.
     cfg.background_interval_ms = 3600 * 1000;
     auto c = LocalCluster::Start(cfg);
@@ -79,7 +86,7 @@ class TruncateIntent : public ::testing::Test {
   std::string data_;
 };
 
-TEST_F(TruncateIntent, ATruncateIsAnsweredWithNoDataServerRunning) {
+TEST_P(TruncateIntent, ATruncateIsAnsweredWithNoDataServerRunning) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(::kill(cluster_->ods_pid(i), SIGSTOP), 0);
   Status st = writer_->truncate("/f", kCut);
   for (int i = 0; i < 3; ++i) ::kill(cluster_->ods_pid(i), SIGCONT);
@@ -89,7 +96,7 @@ TEST_F(TruncateIntent, ATruncateIsAnsweredWithNoDataServerRunning) {
   EXPECT_EQ(a->size, kCut);
 }
 
-TEST_F(TruncateIntent, AWriteAfterATruncateSurvivesThePassComingLate) {
+TEST_P(TruncateIntent, AWriteAfterATruncateSurvivesThePassComingLate) {
   ASSERT_TRUE(writer_->truncate("/f", kCut).ok());
   const std::string late = random_bytes(10000, 8);
   {
@@ -115,7 +122,7 @@ TEST_F(TruncateIntent, AWriteAfterATruncateSurvivesThePassComingLate) {
   EXPECT_TRUE(whole(**fresh, "/f") == want) << "read after the pass differs";
 }
 
-TEST_F(TruncateIntent, AWriterThatOpenedBeforeTheTruncateKeepsItsLaterWrite) {
+TEST_P(TruncateIntent, AWriterThatOpenedBeforeTheTruncateKeepsItsLaterWrite) {
   auto other = cluster_->connect();
   ASSERT_TRUE(other.ok()) << other.status().ToString();
   auto f = (*other)->open("/f", O_RDWR);
@@ -142,7 +149,7 @@ TEST_F(TruncateIntent, AWriterThatOpenedBeforeTheTruncateKeepsItsLaterWrite) {
   EXPECT_TRUE(whole(*writer_, "/f") == want) << "the pass cut the other writer's bytes";
 }
 
-TEST_F(TruncateIntent, AGrowingTruncateReadsAsZerosPastTheOldEnd) {
+TEST_P(TruncateIntent, AGrowingTruncateReadsAsZerosPastTheOldEnd) {
   // Down, then up before any pass: the bytes between come back as zeros.
   ASSERT_TRUE(writer_->truncate("/f", kCut).ok());
   ASSERT_TRUE(writer_->truncate("/f", kFileBytes).ok());
@@ -152,6 +159,41 @@ TEST_F(TruncateIntent, AGrowingTruncateReadsAsZerosPastTheOldEnd) {
   run_the_pass(1);
   EXPECT_TRUE(whole(*writer_, "/f") == want) << "after the pass";
 }
+
+// setstripe of a file emptied by a truncate: the old layout's chunks are
+// removed by the pass, late, while the new layout's chunks can have the
+// same names in the same places (the same chain or target): what a writer
+// put there under the new layout survives the removal.
+TEST_P(TruncateIntent, ASetstripeOfAnEmptiedFileKeepsWhatTheNewLayoutHolds) {
+  ASSERT_TRUE(writer_->truncate("/f", 0).ok());
+  std::string out;
+  const std::string scheme = GetParam() == Layout::kChains ? "--replicas 2 " : "";
+  ASSERT_EQ(run_surgectl(*cluster_, "setstripe " + scheme + "--count 2 --size 65536 /f", &out), 0)
+      << out;
+  const std::string fresh = random_bytes(300000, 10);
+  {
+    auto f = writer_->open("/f", O_RDWR);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto w = writer_->pwrite(**f, fresh.data(), fresh.size(), 0);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    Status c = writer_->close(*f);
+    ASSERT_TRUE(c.ok()) << c.ToString();
+  }
+  auto reader = cluster_->connect();
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_TRUE(whole(**reader, "/f") == fresh) << "before the pass";
+  run_the_pass(1);
+  auto later = cluster_->connect();
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_TRUE(whole(**later, "/f") == fresh) << "the old layout's removal took new bytes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, TruncateIntent,
+                         ::testing::Values(Layout::kChains, Layout::kLegacyObjects),
+                         [](const auto& info) {
+                           return info.param == Layout::kChains ? std::string("Chains")
+                                                                : std::string("LegacyObjects");
+                         });
 
 }  // namespace
 }  // namespace surge::test

@@ -28,13 +28,15 @@ namespace {
 
 class NullObjectTargets final : public mds::ObjectTargets {
  public:
-  Status truncate(uint32_t, const std::string&, uint64_t, uint64_t) override { return Status::OK(); }
-  Status remove(uint32_t, const std::string&, uint64_t) override { return Status::OK(); }
+  Status truncate(uint32_t, const std::string&, uint64_t, uint64_t, uint64_t) override {
+    return Status::OK();
+  }
+  Status remove(uint32_t, const std::string&, uint64_t, uint64_t) override { return Status::OK(); }
   Status probe(const std::string&) override { return Status::OK(); }
   Status truncate_chunk(const mds::ChunkAddress&, uint64_t, uint64_t) override {
     return Status::OK();
   }
-  Status remove_chunk(const mds::ChunkAddress&) override { return Status::OK(); }
+  Status remove_chunk(const mds::ChunkAddress&, uint64_t) override { return Status::OK(); }
 };
 
 struct Mds {

@@ -39,18 +39,21 @@ inline constexpr uint64_t kRoot = pb::kRootIno;
 
 class FakeObjectTargets : public ObjectTargets {
  public:
-  Status truncate(uint32_t target, const std::string& address, uint64_t object_id,
-                  uint64_t size) override {
+  Status truncate(uint32_t target, const std::string& address, uint64_t object_id, uint64_t size,
+                  uint64_t truncate_seq) override {
     wait_before_truncate();
     std::lock_guard lk(mu);
     if (failing.count(target)) return Status::Unavailable("fake target " + address + " fails");
     truncates.emplace_back(target, object_id, size);
+    truncate_seqs.push_back(truncate_seq);
     return Status::OK();
   }
-  Status remove(uint32_t target, const std::string& address, uint64_t object_id) override {
+  Status remove(uint32_t target, const std::string& address, uint64_t object_id,
+                uint64_t truncate_seq) override {
     std::lock_guard lk(mu);
     if (failing.count(target)) return Status::Unavailable("fake target " + address + " fails");
     removed.emplace(target, object_id);
+    remove_seqs.push_back(truncate_seq);
     return Status::OK();
   }
   Status truncate_chunk(const ChunkAddress& a, uint64_t size, uint64_t truncate_seq) override {
@@ -61,10 +64,11 @@ class FakeObjectTargets : public ObjectTargets {
     chunk_truncate_seqs.push_back(truncate_seq);
     return Status::OK();
   }
-  Status remove_chunk(const ChunkAddress& a) override {
+  Status remove_chunk(const ChunkAddress& a, uint64_t truncate_seq) override {
     std::lock_guard lk(mu);
     if (failing.count(a.target_id)) return Status::Unavailable("fake target " + a.address + " fails");
     removed_chunks.push_back(a);
+    remove_seqs.push_back(truncate_seq);
     return Status::OK();
   }
   Status probe(const std::string& address) override {
@@ -104,6 +108,8 @@ class FakeObjectTargets : public ObjectTargets {
   std::vector<uint64_t> chunk_truncate_seqs;  // beside chunk_truncates
   std::vector<ChunkAddress> removed_chunks;
   std::vector<std::tuple<uint32_t, uint64_t, uint64_t>> truncates;  // target, object, size
+  std::vector<uint64_t> truncate_seqs;                              // beside truncates
+  std::vector<uint64_t> remove_seqs;  // of every remove and remove_chunk, in order
   std::set<std::pair<uint32_t, uint64_t>> removed;                  // target, object
   std::set<uint32_t> failing;
 };

@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "mds/cluster/truncate_intents.h"
 #include "tests/mds/mds_fixture.h"
 
 namespace surge::mds::testing {
@@ -428,6 +429,7 @@ TEST_F(NsOps, SetattrExplicitTimesByNonOwnerIsEperm) {
   EXPECT_TRUE(setattr(r).ok());
 }
 
+// The truncate is an intent (namespace_truncate.cpp); the pass sends it.
 TEST_F(NsOps, TruncateCallsEveryTargetWithObjectSizes) {
   auto f = create(kRoot, "f");
   ASSERT_TRUE(f.ok());
@@ -439,6 +441,8 @@ TEST_F(NsOps, TruncateCallsEveryTargetWithObjectSizes) {
   auto a = setattr(r);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->size(), (1u << 20) + 100);
+  auto pass = apply_truncate_intents(*ns_, *map_, objects_, 100);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
   std::map<uint32_t, uint64_t> sizes;
   for (auto& [t, o, s] : objects_.truncates) {
     EXPECT_EQ(o, f->ino());
@@ -453,6 +457,8 @@ TEST_F(NsOps, TruncateCallsEveryTargetWithObjectSizes) {
 // A slow data server must not hold the inode's lock stripe: with the
 // fake data server holding truncates, `truncating` (run on its own thread)
 // reaches it, and a chmod of the same inode to 0600 must finish meanwhile.
+// A truncate calls data servers in the request only to apply the file's
+// previous truncate still pending (namespace_truncate.cpp): pending() makes one.
 // Returns the truncating operation's result once the truncates are let go.
 class HeldTruncateTest : public NsOps {
  protected:
@@ -476,6 +482,15 @@ class HeldTruncateTest : public NsOps {
     EXPECT_TRUE(chmod.get().ok());
     return held.get();
   }
+  void pending(uint64_t ino, uint64_t size) {
+    pb::SetAttrRequest t;
+    *t.mutable_cred() = root_cred();
+    t.set_ino(ino);
+    t.set_valid(pb::SETATTR_SIZE);
+    t.set_size(size);
+    ASSERT_TRUE(setattr(t).ok());
+    ASSERT_TRUE(objects_.truncates.empty()) << "the truncate called a data server";
+  }
 };
 
 // The truncate then finds its record changed, truncates again and commits.
@@ -487,6 +502,7 @@ TEST_F(HeldTruncateTest, ATruncateWaitingOnADataServerHoldsNoInodeLock) {
   t.set_ino(f->ino());
   t.set_valid(pb::SETATTR_SIZE);
   t.set_size(4096);
+  pending(f->ino(), 8192);
   auto done = chmod_while_held(f->ino(), [&] { return setattr(t); });
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   auto a = getattr(f->ino());
@@ -500,6 +516,7 @@ TEST_F(HeldTruncateTest, ATruncateWaitingOnADataServerHoldsNoInodeLock) {
 TEST_F(HeldTruncateTest, AnOpenWithTruncWaitingOnADataServerHoldsNoInodeLock) {
   auto f = create(kRoot, "f", 0644);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
+  pending(f->ino(), 8192);
   auto opened = chmod_while_held(f->ino(), [&] {
     return create(kRoot, "f", 0644, root_cred(), false, 0, O_WRONLY | O_TRUNC);
   });
@@ -508,16 +525,20 @@ TEST_F(HeldTruncateTest, AnOpenWithTruncWaitingOnADataServerHoldsNoInodeLock) {
   EXPECT_EQ(opened->mode() & 07777, 0600u) << "the open's commit undid the chmod";
 }
 
+// A truncate that cannot apply the previous one (still pending) fails and
+// leaves the size that one set.
 TEST_F(NsOps, TruncateFailingTargetKeepsSize) {
   auto f = create(kRoot, "f");
-  objects_.failing.insert(f->layout().targets(1));
   pb::SetAttrRequest r;
   *r.mutable_cred() = root_cred();
   r.set_ino(f->ino());
   r.set_valid(pb::SETATTR_SIZE);
+  r.set_size(100);
+  ASSERT_TRUE(setattr(r).ok());
+  objects_.failing.insert(f->layout().targets(1));
   r.set_size(10);
   EXPECT_EQ(code_of(setattr(r)), Code::kUnavailable);
-  EXPECT_EQ(getattr(f->ino())->size(), 0u);
+  EXPECT_EQ(getattr(f->ino())->size(), 100u);
 }
 
 TEST_F(NsOps, TruncateDirectoryIsEisdir) {

@@ -1,12 +1,14 @@
-// Truncates of chained files as intents (mds/namespace/namespace_truncate.cpp,
+// Truncates as intents (mds/namespace/namespace_truncate.cpp,
 // cluster/truncate_intents.h): the request commits the size, a new
 // truncate generation and an intent, and calls no data server; the
 // leader's pass sends the truncate with its generation to every chunk and
 // deletes the intent; a truncate that finds one pending applies it first;
 // an intent waits while a data server fails and is dropped with its file;
 // a file another session holds open is truncated before the reply.
-// Files of format 1 (no chains) are still truncated inside the request.
+// Files of format 1 (legacy objects, no chains) follow the same rules.
 #include <fcntl.h>
+
+#include <set>
 
 #include "mds/cluster/truncate_intents.h"
 #include "tests/mds/mds_fixture.h"
@@ -182,14 +184,89 @@ TEST_F(TruncateIntentTest, AFileHeldOpenOnlyByTheTruncatingSessionIsLeftToThePas
   EXPECT_EQ(intents().size(), 1u);
 }
 
-TEST_F(TruncateIntentTest, AFileOfFormatOneIsStillTruncatedInTheRequest) {
+// setstripe of an empty file: the old layout's chunks go through an intent
+// (each removed unless the new generation wrote it), not in the request.
+TEST_F(TruncateIntentTest, ASetstripeOfAFileLeavesAnIntentRemovingTheOldLayout) {
+  const pb::Attr f = chained_file();
+  pb::Layout one;
+  one.set_stripe_count(1);
+  one.set_stripe_size(1 << 20);
+  one.set_scheme(pb::SCHEME_REPLICAS);
+  one.set_replicas(2);
+  ASSERT_TRUE(set_layout(f.ino(), one).ok());
+  EXPECT_TRUE(objects_.removed_chunks.empty()) << "the request called a data server";
+  auto g = getattr(f.ino());
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->truncate_seq(), 1u) << "the new layout's writers carry the generation";
+  EXPECT_EQ(g->layout().stripe_count(), 1u);
+  auto pending = intents();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_TRUE(pending[0].intent.has_old_layout());
+
+  auto st = pass();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->applied, 1u);
+  std::set<uint32_t> slots;
+  for (const ChunkAddress& a : objects_.removed_chunks) {
+    EXPECT_EQ(a.chain_id, f.layout().chains(static_cast<int>(a.slot))) << "not the old layout's";
+    slots.insert(a.slot);
+  }
+  EXPECT_EQ(slots, (std::set<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(objects_.remove_seqs, std::vector<uint64_t>(objects_.removed_chunks.size(), 1u));
+  EXPECT_TRUE(intents().empty());
+}
+
+TEST_F(TruncateIntentTest, ATruncateAfterASetstripeAppliesItsRemovalFirst) {
+  const pb::Attr f = chained_file();
+  pb::Layout one;
+  one.set_stripe_count(1);
+  one.set_stripe_size(1 << 20);
+  one.set_scheme(pb::SCHEME_REPLICAS);
+  one.set_replicas(2);
+  ASSERT_TRUE(set_layout(f.ino(), one).ok());
+  auto a = resize(f.ino(), 100);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->truncate_seq(), 2u);
+  EXPECT_EQ(objects_.removed_chunks.size(), 3u) << "one chunk per slot, to its chain's head";
+  auto pending = intents();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_FALSE(pending[0].intent.has_old_layout());
+}
+
+// Legacy objects keep a generation too (ods/store/object_generation.cpp),
+// so format 1 files follow the same rules: no data server in the request,
+// the pass sends each slot's object truncate with the generation.
+TEST_F(TruncateIntentTest, AFileOfFormatOneLeavesAnIntentThePassAppliesWithItsGeneration) {
   auto f = create(kRoot, "plain");
   ASSERT_TRUE(f.ok());
   ASSERT_LE(f->layout().format(), 1u);
   auto a = resize(f->ino(), 100);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  EXPECT_EQ(a->truncate_seq(), 0u);
+  EXPECT_EQ(a->truncate_seq(), 1u);
+  EXPECT_TRUE(objects_.truncates.empty()) << "the request called a data server";
+  ASSERT_EQ(intents().size(), 1u);
+
+  auto st = pass();
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->applied, 1u);
+  ASSERT_EQ(objects_.truncates.size(), 3u) << "one object per slot";
+  for (size_t i = 0; i < objects_.truncates.size(); ++i) {
+    EXPECT_EQ(std::get<1>(objects_.truncates[i]), f->ino());
+    EXPECT_EQ(objects_.truncate_seqs[i], 1u);
+  }
+  EXPECT_TRUE(objects_.chunk_truncates.empty());
+  EXPECT_TRUE(intents().empty());
+}
+
+TEST_F(TruncateIntentTest, AFileOfFormatOneHeldOpenByAnotherSessionIsTruncatedBeforeTheReply) {
+  auto f = create(kRoot, "plain");
+  ASSERT_TRUE(f.ok());
+  ASSERT_LE(f->layout().format(), 1u);
+  open_in_new_session(f->ino());
+  auto a = resize(f->ino(), 100);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(objects_.truncates.size(), 3u);
+  EXPECT_EQ(objects_.truncate_seqs, (std::vector<uint64_t>{1, 1, 1}));
   EXPECT_TRUE(intents().empty());
 }
 

@@ -150,6 +150,25 @@ TEST_F(OdsTruncateGenerationTest, ATruncateOfAGenerationNeedsNothingOfAChunkNeve
 // One member away while a writer cuts the chunk; it comes back and gets
 // the chunk whole, with its generation: as head it must not cut again
 // what was written after the cut.
+// A setstripe's removal of the old layout (the MDS's pass, late) carries
+// the setstripe's generation: a chunk of the same name that a writer of the
+// new layout made under it stays on every member; an older one goes.
+TEST_F(OdsTruncateGenerationTest, ARemovalOfAnOlderGenerationSparesWhatTheNewOneWrote) {
+  const auto d = pattern(300000, 11);
+  ASSERT_TRUE(cl_.write(head(), 0, d).ok());
+  const auto e = pattern(5000, 12);
+  ASSERT_TRUE(cl_.write(knowing(head(), 2, 0), 0, e).ok());
+  auto kept = cl_.remove(knowing(head(), 2, 0));
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  expect_everywhere(e, 2);
+
+  auto gone = cl_.remove(knowing(head(), 3, 0));
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  for (uint32_t m : members_) {
+    EXPECT_EQ(cl_.stat(ref(m)).status().code(), Code::kNotFound) << "target " << m;
+  }
+}
+
 TEST(OdsTruncateGenerationResync, TheGenerationSurvivesARestartAndGoesWithAWholeChunkSend) {
   ChainCluster cl;
   cl.start({.data_servers = 2, .replicas = 2, .target_timeout_ms = 1000});
