@@ -181,14 +181,16 @@ Result<std::optional<ChunkRecord>> ChainedChunks::record(const ChunkKey& key,
     // truncate generation, and its old chunks go by the MDS's pass, maybe
     // late (mds/namespace/namespace_truncate.cpp). A request of a newer
     // generation than the copy here finds an old layout's chunk: gone for
-    // it. One of the generation or an older one (that removal, late) finds
-    // the new layout's chunk: not its own, as if missing.
+    // it, dropped by an update (which holds the chunk's update order, so
+    // nothing else makes or drops a record of the key meanwhile). One of
+    // the generation or an older one (that removal, late) finds the new
+    // layout's chunk: not its own, as if missing.
+    if (!create) return std::optional<ChunkRecord>{};
     if (ref.truncate_seq() > rec->truncate_seq) {
       SURGE_RETURN_IF_ERROR(chunks_.remove(key, *rec, false)
                                 .WithContext("dropping the old layout's " + key.describe()));
       return chunks_.find(key, ref.chain_id(), create);
     }
-    if (!create) return std::optional<ChunkRecord>{};
   }
   if (rec && rec->chain_id != ref.chain_id()) {
     return Status::WrongTarget(key.describe() + " is stored here under chain " +

@@ -99,7 +99,7 @@ class ChainedChunks {
 
  private:
   // The record of the ref's chunk (made when create), checked against the
-  // ref's chain.
+  // ref's chain (a chunk under another chain: see the .cpp on setstripe).
   Result<std::optional<ChunkRecord>> record(const ChunkKey& key, const proto::ods::ChunkRef& ref,
                                             bool create);
   // rec as the head takes it for an update: a chunk not held yet starts a
