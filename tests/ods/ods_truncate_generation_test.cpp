@@ -230,5 +230,58 @@ TEST(OdsTruncateGenerationResync, TheGenerationSurvivesARestartAndGoesWithAWhole
   }
 }
 
+// A setstripe moved slot 0 of a file from chain A to chain B, and a target
+// is a member of both: the new layout's write under B (generation 1)
+// drops the old chunk that target holds under A, and the old layout's
+// removal under A (generation 1, the MDS's pass, late) leaves B's chunk
+// alone on every member while it removes A's elsewhere.
+TEST(OdsTruncateGenerationSetstripe, ANewLayoutsChunkReplacesTheOldOneUnderAnotherChain) {
+  ChainCluster cl;
+  cl.start({.data_servers = 3, .replicas = 2});
+  cl.wait_targets_up();
+  const uint64_t ino = cl.create("s").first;
+  mpb::Chain a, b;
+  uint32_t shared = 0;
+  const mpb::ClusterMap m = cl.map();
+  for (const auto& x : m.chains().chains()) {
+    for (const auto& y : m.chains().chains()) {
+      if (shared != 0 || x.chain_id() == y.chain_id()) continue;
+      for (uint32_t t : ChainCluster::write_chain(x)) {
+        const auto yw = ChainCluster::write_chain(y);
+        if (std::find(yw.begin(), yw.end(), t) != yw.end()) {
+          a = x, b = y, shared = t;
+          break;
+        }
+      }
+    }
+  }
+  ASSERT_NE(shared, 0u) << "no two chains share a target: " << m.chains().DebugString();
+  const auto aw = ChainCluster::write_chain(a), bw = ChainCluster::write_chain(b);
+
+  const auto d = pattern(200000, 13);
+  ASSERT_TRUE(cl.write(ChainCluster::ref(aw[0], a, ino), 0, d).ok());
+  const auto e = pattern(7000, 14);
+  auto w = cl.write(knowing(ChainCluster::ref(bw[0], b, ino), 1, 0), 0, e);
+  ASSERT_TRUE(w.ok()) << "target " << shared << " holds it under chain " << a.chain_id() << ": "
+                      << w.status().ToString();
+  auto gone = cl.remove(knowing(ChainCluster::ref(aw[0], a, ino), 1, 0));
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+
+  for (uint32_t t : bw) {
+    auto s = cl.stat(ChainCluster::ref(t, b, ino));
+    ASSERT_TRUE(s.ok()) << "target " << t << ": " << s.status().ToString();
+    EXPECT_EQ(s->size(), e.size()) << "target " << t;
+    EXPECT_EQ(s->truncate_seq(), 1u) << "target " << t;
+    auto r = cl.read(ChainCluster::ref(t, b, ino), 0, e.size() + 4096);
+    ASSERT_TRUE(r.ok()) << "target " << t << ": " << r.status().ToString();
+    EXPECT_TRUE(*r == e) << "target " << t << " holds other bytes";
+  }
+  for (uint32_t t : aw) {
+    if (std::find(bw.begin(), bw.end(), t) != bw.end()) continue;
+    EXPECT_EQ(cl.stat(ChainCluster::ref(t, a, ino)).status().code(), Code::kNotFound)
+        << "target " << t << " still holds the old layout's chunk";
+  }
+}
+
 }  // namespace
 }  // namespace surge::ods::testing
