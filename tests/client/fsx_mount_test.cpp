@@ -5,9 +5,12 @@
 // checked against a shadow copy kept in memory. 64 KiB stripes over 3 data
 // servers, so the offsets cross stripe, object and block boundaries all the
 // time. A fixed seed makes a failure repeatable; the log names the op.
-// Run twice: with the mount's defaults (on Linux 6.6+ the O_RDWR file is
-// then direct, mmap through the page cache beside it) and with
-// rdwr_direct=0 (the page cache for everything, as on older kernels).
+// Run three times: with the mount's defaults (on Linux 6.6+ the O_RDWR file
+// is then direct, mmap through the page cache beside it), with
+// rdwr_direct=0 (the page cache for everything, as on older kernels), and
+// with the defaults on one-copy legacy objects (layout format 1), whose
+// truncates the data servers order by a generation of their own
+// (ods/store/object_generation.cpp).
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <gtest/gtest.h>
@@ -26,13 +29,21 @@ namespace {
 constexpr uint64_t kMaxSize = 6u << 20;
 constexpr int kOps = 2500;
 
-class Fsx : public ::testing::TestWithParam<const char*> {
+struct FsxRun {
+  const char* name;
+  const char* mount_options;
+  bool legacy_objects;
+};
+
+class Fsx : public ::testing::TestWithParam<FsxRun> {
  protected:
   void SetUp() override {
-    auto c = LocalCluster::Start(small_stripes());
+    ClusterConfig cfg = small_stripes();
+    if (GetParam().legacy_objects) cfg = one_copy(cfg);
+    auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
-    auto m = cluster_->mount("mnt", GetParam());
+    auto m = cluster_->mount("mnt", GetParam().mount_options);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     path_ = *m + "/fsx.dat";
   }
@@ -142,9 +153,12 @@ TEST_P(Fsx, RandomOperationsMatchAShadowFile) {
   EXPECT_TRUE(*back == shadow) << "final contents differ";
 }
 
-INSTANTIATE_TEST_SUITE_P(MountOptions, Fsx, ::testing::Values("", "rdwr_direct=0"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.index == 0 ? "Defaults" : "PageCache");
+INSTANTIATE_TEST_SUITE_P(MountOptions, Fsx,
+                         ::testing::Values(FsxRun{"Defaults", "", false},
+                                           FsxRun{"PageCache", "rdwr_direct=0", false},
+                                           FsxRun{"LegacyObjects", "", true}),
+                         [](const ::testing::TestParamInfo<FsxRun>& info) {
+                           return std::string(info.param.name);
                          });
 
 }  // namespace
