@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "common/crc32c.h"
+#include "ods/store/dir_sync.h"
 #include "ods/store/object_store.h"
 
 namespace surge::ods {
@@ -27,17 +28,6 @@ constexpr size_t kGenerationBytes = 24;
 
 std::string object_text(uint64_t id) {
   return "object " + std::to_string(id);
-}
-
-Status sync_directory_of(const std::string& path) {
-  const std::string dir = path.substr(0, path.rfind('/'));
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open directory " + dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "fsync directory " + dir);
-  return Status::OK();
 }
 
 }  // namespace
@@ -103,7 +93,7 @@ Status ObjectStore::store_generation_locked(ObjectFile& obj, TruncateGeneration 
     ::unlink(tmp.c_str());
     return Status::FromErrno(err, "rename " + what);
   }
-  SURGE_RETURN_IF_ERROR(sync_directory_of(path));
+  SURGE_RETURN_IF_ERROR(fsync_dir(path.substr(0, path.rfind('/'))));
   obj.generation_seq = g.seq;
   obj.generation_size = g.size;
   obj.generation_loaded = true;

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "ods/store/block_checksum.h"
 #include "ods/store/crash_points.h"
+#include "ods/store/dir_sync.h"
 #include "ods/store/filesystem_id.h"
 
 namespace surge::ods {
@@ -70,16 +71,6 @@ Status make_dir(const std::string& path, bool* created = nullptr) {
   } else if (created != nullptr) {
     *created = true;
   }
-  return Status::OK();
-}
-
-Status fsync_dir(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno_status(errno, "open directory " + path);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return errno_status(err, "fsync directory " + path);
   return Status::OK();
 }
 

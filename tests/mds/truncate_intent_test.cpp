@@ -33,6 +33,15 @@ class TruncateIntentTest : public NamespaceTest {
     EXPECT_EQ(f->layout().format(), 2u);
     return *f;
   }
+  // What a setstripe gives the file: replicas 2 in one 1 MiB slot.
+  static pb::Layout one_slot() {
+    pb::Layout l;
+    l.set_stripe_count(1);
+    l.set_stripe_size(1 << 20);
+    l.set_scheme(pb::SCHEME_REPLICAS);
+    l.set_replicas(2);
+    return l;
+  }
   Result<pb::Attr> resize(uint64_t ino, uint64_t size) {
     pb::SetAttrRequest r;
     *r.mutable_cred() = root_cred();
@@ -188,12 +197,7 @@ TEST_F(TruncateIntentTest, AFileHeldOpenOnlyByTheTruncatingSessionIsLeftToThePas
 // (each removed unless the new generation wrote it), not in the request.
 TEST_F(TruncateIntentTest, ASetstripeOfAFileLeavesAnIntentRemovingTheOldLayout) {
   const pb::Attr f = chained_file();
-  pb::Layout one;
-  one.set_stripe_count(1);
-  one.set_stripe_size(1 << 20);
-  one.set_scheme(pb::SCHEME_REPLICAS);
-  one.set_replicas(2);
-  ASSERT_TRUE(set_layout(f.ino(), one).ok());
+  ASSERT_TRUE(set_layout(f.ino(), one_slot()).ok());
   EXPECT_TRUE(objects_.removed_chunks.empty()) << "the request called a data server";
   auto g = getattr(f.ino());
   ASSERT_TRUE(g.ok());
@@ -218,12 +222,7 @@ TEST_F(TruncateIntentTest, ASetstripeOfAFileLeavesAnIntentRemovingTheOldLayout) 
 
 TEST_F(TruncateIntentTest, ATruncateAfterASetstripeAppliesItsRemovalFirst) {
   const pb::Attr f = chained_file();
-  pb::Layout one;
-  one.set_stripe_count(1);
-  one.set_stripe_size(1 << 20);
-  one.set_scheme(pb::SCHEME_REPLICAS);
-  one.set_replicas(2);
-  ASSERT_TRUE(set_layout(f.ino(), one).ok());
+  ASSERT_TRUE(set_layout(f.ino(), one_slot()).ok());
   auto a = resize(f.ino(), 100);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->truncate_seq(), 2u);

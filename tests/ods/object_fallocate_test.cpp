@@ -13,11 +13,13 @@
 
 #include "ods/store/block_checksum.h"
 #include "ods/store/object_store.h"
+#include "tests/ods/store_open.h"
 #include "tests/ods/test_dir.h"
 
 namespace surge::ods {
 namespace {
 
+using testing::open_store;
 using testing::TempDir;
 using Op = ObjectStore::SpaceOp;
 
@@ -26,14 +28,6 @@ std::vector<std::byte> pattern(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   for (auto& b : v) b = static_cast<std::byte>(rng() | 1);  // never zero
   return v;
-}
-
-std::unique_ptr<ObjectStore> open_store(const std::string& dir) {
-  ObjectStoreOptions o;
-  o.data_dir = dir;
-  auto s = ObjectStore::Open(o);
-  if (!s.ok()) throw std::runtime_error(s.status().ToString());
-  return std::move(s).value();
 }
 
 void write_at(ObjectStore& s, uint64_t id, uint64_t off, const std::vector<std::byte>& d) {

@@ -10,20 +10,14 @@
 #include <vector>
 
 #include "ods/store/object_store.h"
+#include "tests/ods/store_open.h"
 #include "tests/ods/test_dir.h"
 
 namespace surge::ods {
 namespace {
 
+using testing::open_store;
 using testing::TempDir;
-
-std::unique_ptr<ObjectStore> open_store(const std::string& dir) {
-  ObjectStoreOptions o;
-  o.data_dir = dir;
-  auto s = ObjectStore::Open(o);
-  if (!s.ok()) throw std::runtime_error(s.status().ToString());
-  return std::move(s).value();
-}
 
 void write_bytes(ObjectStore& s, uint64_t id, uint64_t off, size_t n, char c) {
   std::vector<char> d(n, c);

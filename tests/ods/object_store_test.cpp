@@ -18,11 +18,13 @@
 
 #include "common/crc32c.h"
 #include "ods/store/block_checksum.h"
+#include "tests/ods/store_open.h"
 #include "tests/ods/test_dir.h"
 
 namespace surge::ods {
 namespace {
 
+using testing::open_store;
 using testing::TempDir;
 
 std::vector<std::byte> pattern(size_t n, uint32_t seed) {
@@ -45,15 +47,6 @@ std::vector<std::byte> read_bytes(ObjectStore& s, uint64_t id, uint64_t off, siz
   if (!r.ok()) return {};
   out.resize(*r);
   return out;
-}
-
-std::unique_ptr<ObjectStore> open_store(const std::string& dir, size_t max_open = 1024) {
-  ObjectStoreOptions o;
-  o.data_dir = dir;
-  o.max_open_objects = max_open;
-  auto s = ObjectStore::Open(o);
-  if (!s.ok()) throw std::runtime_error(s.status().ToString());
-  return std::move(s).value();
 }
 
 void flip_byte(const std::string& path, uint64_t off) {
