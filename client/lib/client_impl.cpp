@@ -121,13 +121,7 @@ Status ClientImpl::start() {
   writes_ = std::make_unique<WriteBehind>(pool_.get(), data_.get(), options_.write_behind_bytes);
   sizes_ = std::make_unique<SizeReporter>(mds_.get(), writes_.get(), &inodes_);
   read_ahead_ = std::make_unique<ReadAhead>(pool_.get(), data_.get());
-  closes_ = std::make_unique<CloseQueue>([this](uint64_t session, uint64_t ino) {
-    mds::CloseRequest req;
-    req.set_session_id(session);
-    req.set_ino(ino);
-    mds::CloseReply resp;
-    return mds_->call<mds::MdsClose>(req, &resp);
-  });
+  closes_ = std::make_unique<CloseQueue>(mds_close_sender(mds_.get()));
 
   SURGE_RETURN_IF_ERROR(session_->open());
   SURGE_RETURN_IF_ERROR(map_->refresh());

@@ -1,12 +1,32 @@
-// CloseQueue (close_queue.h): the releases, sent in posting order by one
-// thread.
+// CloseQueue (close_queue.h): the releases, gathered and sent in posting
+// order by one thread.
 #include "client/lib/close_queue.h"
 
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/lib/mds_link.h"
 #include "common/log.h"
+#include "net/proto/mds_methods.h"
 
 namespace surge::client {
 
-CloseQueue::CloseQueue(Send send) : send_(std::move(send)) {
+namespace {
+
+std::string ino_list(std::span<const uint64_t> inos) {
+  std::string out;
+  for (size_t i = 0; i < inos.size() && i < 8; ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(inos[i]);
+  }
+  if (inos.size() > 8) out += ", ... (" + std::to_string(inos.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+CloseQueue::CloseQueue(Send send, Options options) : send_(std::move(send)), opts_(options) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -15,42 +35,84 @@ CloseQueue::~CloseQueue() {
     std::lock_guard lk(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
   thread_.join();
 }
 
 void CloseQueue::post(uint64_t session, uint64_t ino) {
+  bool wake;
   {
     std::lock_guard lk(mu_);
-    queue_.push_back({session, ino});
+    queue_.push_back({session, ino, std::chrono::steady_clock::now()});
     ++posted_;
+    // Only the first release of a batch and a full batch wake the thread:
+    // waking it for each would cost the switch the gathering saves.
+    wake = queue_.size() == 1 || queue_.size() == opts_.max_batch;
   }
-  cv_.notify_all();
+  if (wake) work_cv_.notify_one();
 }
 
 void CloseQueue::drain() {
   std::unique_lock lk(mu_);
   const uint64_t target = posted_;
-  cv_.wait(lk, [&] { return sent_ >= target; });
+  if (sent_ >= target) return;
+  drain_to_ = std::max(drain_to_, target);
+  work_cv_.notify_one();
+  sent_cv_.wait(lk, [&] { return sent_ >= target; });
 }
 
 void CloseQueue::run() {
+  std::vector<uint64_t> inos;
   std::unique_lock lk(mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+    work_cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything was sent
-    Release r = queue_.front();
-    queue_.pop_front();
+    work_cv_.wait_until(lk, queue_.front().posted + opts_.gather_window, [&] { return hurried(); });
+    const uint64_t session = queue_.front().session;
+    inos.clear();
+    while (!queue_.empty() && queue_.front().session == session && inos.size() < opts_.max_batch) {
+      inos.push_back(queue_.front().ino);
+      queue_.pop_front();
+    }
     lk.unlock();
-    Status s = send_(r.session, r.ino);
+    Status s = send_(session, inos);
     // A session the MDS forgot (it restarted) holds no opens to release.
     if (!s.ok() && s.code() != Code::kNotFound) {
-      SLOG_WARN("client: releasing the open of inode {} at the MDS: {}", r.ino, s.ToString());
+      SLOG_WARN("client: releasing the opens of inodes {} at the MDS: {}", ino_list(inos),
+                s.ToString());
     }
     lk.lock();
-    ++sent_;
-    cv_.notify_all();
+    sent_ += inos.size();
+    sent_cv_.notify_all();
   }
+}
+
+CloseQueue::Send mds_close_sender(MdsLink* mds) {
+  namespace pb = proto::mds;
+  auto one_by_one = std::make_shared<std::atomic<bool>>(false);
+  return [mds, one_by_one](uint64_t session, std::span<const uint64_t> inos) -> Status {
+    if (inos.size() > 1 && !one_by_one->load(std::memory_order_relaxed)) {
+      pb::CloseManyRequest req;
+      req.set_session_id(session);
+      req.mutable_inos()->Add(inos.begin(), inos.end());
+      pb::CloseReply resp;
+      Status st = mds->call<pb::MdsCloseMany>(req, &resp);
+      if (st.code() != Code::kUnknownMethod) return st;
+      one_by_one->store(true, std::memory_order_relaxed);
+      SLOG_INFO("client: the MDS at {} takes no batched closes ({}); closing one by one",
+                mds->address(), st.ToString());
+    }
+    Status first;
+    for (uint64_t ino : inos) {
+      pb::CloseRequest req;
+      req.set_session_id(session);
+      req.set_ino(ino);
+      pb::CloseReply resp;
+      Status st = mds->call<pb::MdsClose>(req, &resp);
+      if (!st.ok() && first.ok()) first = st;
+    }
+    return first;
+  };
 }
 
 }  // namespace surge::client

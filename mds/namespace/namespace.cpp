@@ -816,6 +816,11 @@ Status Namespace::close(const pb::CloseRequest& req) {
   return Status::OK();
 }
 
+Status Namespace::close_many(const pb::CloseManyRequest& req) {
+  for (uint64_t ino : req.inos()) sessions_->release_open(req.session_id(), ino);
+  return Status::OK();
+}
+
 Result<std::vector<uint64_t>> Namespace::list_orphans(size_t max) {
   return list_orphans_after(0, max);
 }

@@ -93,6 +93,7 @@ class Namespace {
   Status report_size(const pb::ReportSizeRequest& req, pb::EntryReply* out);
   Status open(const pb::OpenRequest& req, pb::EntryReply* out);
   Status close(const pb::CloseRequest& req);
+  Status close_many(const pb::CloseManyRequest& req);
   Status access(const pb::AccessRequest& req);
 
   // Orphan collection (see OrphanCollector).

@@ -159,6 +159,7 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
                  ns.report_size(req, &resp));
   SURGE_MDS_BIND(MdsOpen, "open", OpenRequest, EntryReply, ns.open(req, &resp));
   SURGE_MDS_BIND(MdsClose, "close", CloseRequest, CloseReply, ns.close(req));
+  SURGE_MDS_BIND(MdsCloseMany, "close_many", CloseManyRequest, CloseReply, ns.close_many(req));
   SURGE_MDS_BIND(MdsAccess, "access", AccessRequest, AccessReply, ns.access(req));
 #undef SURGE_MDS_BIND
 }

@@ -57,6 +57,7 @@ using MdsReportSize = net::MethodDef<kServiceMds, 40, ReportSizeRequest, EntryRe
 using MdsOpen = net::MethodDef<kServiceMds, 41, OpenRequest, EntryReply>;
 using MdsClose = net::MethodDef<kServiceMds, 42, CloseRequest, CloseReply>;
 using MdsAccess = net::MethodDef<kServiceMds, 43, AccessRequest, AccessReply>;
+using MdsCloseMany = net::MethodDef<kServiceMds, 44, CloseManyRequest, CloseReply>;
 
 // The root directory's inode number.
 inline constexpr uint64_t kRootIno = 1;

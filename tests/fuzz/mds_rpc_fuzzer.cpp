@@ -274,6 +274,10 @@ void write_seeds(const std::string& dir) {
     CloseRequest cl;
     cl.set_ino(2);
     all += rec<MdsClose>(cl);
+    CloseManyRequest cm;
+    cm.add_inos(2);
+    cm.add_inos(2);
+    all += rec<MdsCloseMany>(cm);
     AccessRequest ac;
     *ac.mutable_cred() = user(1000);
     ac.set_ino(kRoot);

@@ -191,6 +191,29 @@ TEST_F(SessionStoreTest, ACreateRecordsItsOpenInTheSameCommit) {
   EXPECT_FALSE(*b->is_open(f->ino()));
 }
 
+TEST_F(SessionStoreTest, ABatchOfClosesEndsOneOpenPerIno) {
+  const uint64_t s = *sessions_->open_session("client-a");
+  auto f = create(kRoot, "f", 0644, root_cred(), true, s, O_RDWR);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto g = create(kRoot, "g", 0644, root_cred(), true, s, O_RDWR);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_TRUE(sessions_->add_open(s, f->ino()).ok());  // f is open twice
+  pb::CloseManyRequest cl;
+  cl.set_session_id(s);
+  cl.add_inos(f->ino());
+  cl.add_inos(g->ino());
+  ASSERT_TRUE(ns_->close_many(cl).ok());
+  ASSERT_TRUE(sessions_->flush(at(0)).ok());
+  auto b = other();
+  EXPECT_TRUE(*b->is_open(f->ino())) << "one of f's two opens is left";
+  EXPECT_FALSE(*b->is_open(g->ino()));
+  cl.clear_inos();
+  cl.add_inos(f->ino());
+  ASSERT_TRUE(ns_->close_many(cl).ok());
+  ASSERT_TRUE(sessions_->flush(at(1)).ok());
+  EXPECT_FALSE(*b->is_open(f->ino()));
+}
+
 TEST_F(SessionStoreTest, OpensLeftByAGoneSessionAreSweptByTheLeader) {
   // An open written as its session expired: a record of a session that is
   // not stored.
