@@ -95,6 +95,11 @@ class KvStore {
   // batch fails and is never split. Work that need not be atomic as a whole
   // (expiring done-op ids) commits in batches of at most this many ops.
   virtual size_t max_batch_ops() const { return SIZE_MAX; }
+
+  // Whether get() and short scans are reads on this machine (memory, the
+  // page cache or a local file), never a network round trip: they may then
+  // run on an RPC I/O thread (mds_service.cpp).
+  virtual bool reads_are_local() const { return false; }
 };
 
 }  // namespace surge::mds

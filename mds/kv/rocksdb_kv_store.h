@@ -38,6 +38,7 @@ class RocksKvStore : public KvStore {
   Status commit(const KvBatch& batch, bool durable = true) override;
   Status make_durable() override;
   uint64_t estimate_keys(Space s) override;
+  bool reads_are_local() const override { return true; }
 
   // Write-ahead log syncs (fsyncs) since open, from RocksDB's statistics
   // (tickers only, no timers), for the /metrics page.
