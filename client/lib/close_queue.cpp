@@ -2,6 +2,7 @@
 // order by one thread.
 #include "client/lib/close_queue.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -61,6 +62,20 @@ void CloseQueue::drain() {
   sent_cv_.wait(lk, [&] { return sent_ >= target; });
 }
 
+void CloseQueue::drain_if_queued(uint64_t ino) {
+  {
+    std::lock_guard lk(mu_);
+    auto queued = [&] {
+      for (const Release& r : queue_) {
+        if (r.ino == ino) return true;
+      }
+      return std::find(sending_.begin(), sending_.end(), ino) != sending_.end();
+    };
+    if (!queued()) return;
+  }
+  drain();
+}
+
 void CloseQueue::run() {
   std::vector<uint64_t> inos;
   std::unique_lock lk(mu_);
@@ -74,6 +89,7 @@ void CloseQueue::run() {
       inos.push_back(queue_.front().ino);
       queue_.pop_front();
     }
+    sending_ = inos;
     lk.unlock();
     Status s = send_(session, inos);
     // A session the MDS forgot (it restarted) holds no opens to release.
@@ -82,6 +98,7 @@ void CloseQueue::run() {
                 s.ToString());
     }
     lk.lock();
+    sending_.clear();
     sent_ += inos.size();
     sent_cv_.notify_all();
   }

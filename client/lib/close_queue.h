@@ -25,6 +25,7 @@
 #include <mutex>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 
@@ -52,6 +53,9 @@ class CloseQueue {
   // Returns once every release posted before the call has been sent (at
   // once: a drain does not wait out the gather window).
   void drain();
+  // drain(), only when a release of ino is queued or being sent: for a
+  // request whose outcome at the MDS depends on who holds ino open.
+  void drain_if_queued(uint64_t ino);
 
  private:
   struct Release {
@@ -70,6 +74,7 @@ class CloseQueue {
   std::condition_variable work_cv_;  // the thread's: a first release, a full batch, a drain
   std::condition_variable sent_cv_;  // drains': a batch went out
   std::deque<Release> queue_;
+  std::vector<uint64_t> sending_;  // the batch on its way
   uint64_t posted_ = 0;
   uint64_t sent_ = 0;
   uint64_t drain_to_ = 0;  // the highest posted_ a drain waits for

@@ -110,6 +110,10 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   }
   if (st) writes_->drain(*st);
   if (st) st->data_gen.fetch_add(1, std::memory_order_acq_rel);
+  // A truncate by path carries no session, so the MDS counts every open of
+  // the file as another client's and cuts the data before replying: a
+  // release of this client's own, still gathering, must arrive first.
+  if ((sa.mask & kSetSize) && sa.file == nullptr) closes_->drain_if_queued(ino);
   mds::SetAttrRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_ino(ino);

@@ -64,6 +64,17 @@ TEST(CloseQueue, ADrainSendsWhatWasPostedAsOneBatchAtOnce) {
   EXPECT_EQ(r.seen(), (std::vector<Batch>{{7, {10, 11, 12}}}));
 }
 
+TEST(CloseQueue, ADrainForOneInoWaitsOnlyWhenItsReleaseIsQueued) {
+  Recorder r;
+  CloseQueue q(r.sender(), kNoWindow);
+  q.post(7, 10);
+  q.post(7, 11);
+  q.drain_if_queued(12);
+  EXPECT_TRUE(r.seen().empty()) << "no release of inode 12 was queued";
+  q.drain_if_queued(11);
+  EXPECT_EQ(r.seen(), (std::vector<Batch>{{7, {10, 11}}}));
+}
+
 TEST(CloseQueue, AFullBatchGoesWithoutWaitingForTheWindow) {
   Recorder r;
   CloseQueue q(r.sender(), kNoWindow);
