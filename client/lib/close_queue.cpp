@@ -77,29 +77,29 @@ void CloseQueue::drain_if_queued(uint64_t ino) {
 }
 
 void CloseQueue::run() {
-  std::vector<uint64_t> inos;
   std::unique_lock lk(mu_);
   for (;;) {
     work_cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything was sent
     work_cv_.wait_until(lk, queue_.front().posted + opts_.gather_window, [&] { return hurried(); });
     const uint64_t session = queue_.front().session;
-    inos.clear();
-    while (!queue_.empty() && queue_.front().session == session && inos.size() < opts_.max_batch) {
-      inos.push_back(queue_.front().ino);
+    // sending_ changes only here, under mu_: reading it unlocked on this
+    // thread is safe.
+    while (!queue_.empty() && queue_.front().session == session &&
+           sending_.size() < opts_.max_batch) {
+      sending_.push_back(queue_.front().ino);
       queue_.pop_front();
     }
-    sending_ = inos;
     lk.unlock();
-    Status s = send_(session, inos);
+    Status s = send_(session, sending_);
     // A session the MDS forgot (it restarted) holds no opens to release.
     if (!s.ok() && s.code() != Code::kNotFound) {
-      SLOG_WARN("client: releasing the opens of inodes {} at the MDS: {}", ino_list(inos),
+      SLOG_WARN("client: releasing the opens of inodes {} at the MDS: {}", ino_list(sending_),
                 s.ToString());
     }
     lk.lock();
+    sent_ += sending_.size();
     sending_.clear();
-    sent_ += inos.size();
     sent_cv_.notify_all();
   }
 }

@@ -74,7 +74,7 @@ class CloseQueue {
   std::condition_variable work_cv_;  // the thread's: a first release, a full batch, a drain
   std::condition_variable sent_cv_;  // drains': a batch went out
   std::deque<Release> queue_;
-  std::vector<uint64_t> sending_;  // the batch on its way
+  std::vector<uint64_t> sending_;  // the batch on its way (written by the thread, under mu_)
   uint64_t posted_ = 0;
   uint64_t sent_ = 0;
   uint64_t drain_to_ = 0;  // the highest posted_ a drain waits for

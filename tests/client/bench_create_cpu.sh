@@ -19,7 +19,6 @@ FILES=${FILES:-5000}
 ROUNDS=${ROUNDS:-3}
 launcher=tools/surge-local-cluster
 work=$(mktemp -d /tmp/surge-bench-create-cpu.XXXXXX)
-bench=${builds[0]}/tools/surge-bench
 
 cleanup() {
   for i in "${!builds[@]}"; do "$launcher" stop --dir "$work/c$i" >/dev/null 2>&1 || true; done
@@ -55,6 +54,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for i in "${!builds[@]}"; do
     dir=$work/c$i
     port=$((7600 + 100 * i))
+    bench=${builds[$i]}/tools/surge-bench  # its own libsurge for --api native
     for api in posix native; do
       sub=r$round$api
       mkdir "$dir/mnt/$sub"
