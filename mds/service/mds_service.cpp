@@ -141,9 +141,8 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
   SURGE_MDS_BIND_MODE(Method, name, Req, Resp, call, net::HandlerMode::kWorker)
   // Lock-free reads of a few keys: on a local store they run on the I/O
   // thread that received them when it is otherwise idle (kShortBlocking),
-  // which saves the hand-off to a worker and back, about half of what a
-  // lookup or stat costs the MDS. On etcd a read is a network round trip:
-  // workers.
+  // which saves the hand-off to a worker and back (docs/metadata-path.md).
+  // On etcd a read is a network round trip: workers.
   const auto reads =
       ns.kv()->reads_are_local() ? net::HandlerMode::kShortBlocking : net::HandlerMode::kWorker;
   SURGE_MDS_BIND_MODE(MdsLookup, "lookup", LookupRequest, EntryReply, ns.lookup(req, &resp), reads);

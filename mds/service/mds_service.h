@@ -1,7 +1,9 @@
 // MdsService: binds every MDS method (net/proto/mds_methods.h) to the
 // namespace, the cluster map and the session table. Handlers only translate;
 // the work and its locking live in those parts. They run on the RPC worker
-// pool; a handler's Status reaches the client intact. With a MdsMetrics,
+// pool, except lock-free reads on a local store, which may run on the I/O
+// thread (mds_service.cpp); a handler's Status reaches the client intact.
+// With a MdsMetrics,
 // every handler counts its request, its error and its time there.
 #pragma once
 
