@@ -162,11 +162,14 @@ Result<std::optional<uint64_t>> first_difference(const std::vector<Member>& memb
   return std::optional<uint64_t>();
 }
 
-// "" when every copy agrees, else what differs first.
+// "" when every copy agrees, else what differs first. A chunk no member
+// holds any more agrees: it was removed (a removal or truncate intent the
+// MDS's leader applies in the background) between the listings.
 std::string difference(const std::vector<ChunkCopy>& copies) {
-  for (const auto& c : copies) {
-    if (!c.present) return "missing";
-  }
+  size_t present = 0;
+  for (const auto& c : copies) present += c.present ? 1 : 0;
+  if (present == 0) return "";
+  if (present != copies.size()) return "missing";
   for (const auto& c : copies) {
     if (c.incomplete) return "incomplete";
   }
