@@ -102,6 +102,7 @@ int run(const MdsConfig& cfg) {
   nopts.default_stripe_count = cfg.default_stripe_count;
   nopts.max_readdir_entries = cfg.readdir_max_entries;
   nopts.default_replicas = cfg.default_replicas;
+  nopts.dir_lease_ms = cfg.dir_lease_ms;
   auto ns = Namespace::Open(dd->kv.get(), map->get(), &sessions, &objects, nopts);
   if (!ns.ok()) return fail(ns.status());
 

@@ -121,6 +121,13 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
              "(layout format 1, as before chains). docs/redundancy.md argues for the\n"
              "shipped 2."},
             &MdsConfig::default_replicas},
+          F{{"namespace", "dir_lease_ms",
+             "A directory made by a client is leased to it for this long, renewed by\n"
+             "each name it adds: it answers lookups of missing names there itself, and\n"
+             "another client's first addition waits until the lease runs out\n"
+             "(docs/metadata-path.md, \"Directory leases\"). 0: no leases.",
+             "", 0, 10000},
+            &MdsConfig::dir_lease_ms},
           F{{"targets", "heartbeat_interval_ms",
              "How often data servers heartbeat (told to them at registration), in ms."},
             &MdsConfig::target_heartbeat_interval_ms},

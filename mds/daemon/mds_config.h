@@ -44,6 +44,7 @@ struct MdsConfig {
   uint32_t default_stripe_count = 4;
   uint32_t readdir_max_entries = 4096;
   uint32_t default_replicas = 2;  // 0: format 1 layouts (docs/redundancy.md, "Rollout")
+  uint32_t dir_lease_ms = 200;    // 0: no directory leases (docs/metadata-path.md)
   // [targets]
   uint32_t target_heartbeat_interval_ms = 1000;
   uint32_t target_timeout_ms = 10000;

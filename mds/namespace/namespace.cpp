@@ -309,8 +309,8 @@ Result<pb::Layout> Namespace::place(const pb::Layout& want, uint64_t ino) {
 
 Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
                                    const std::string& name, uint32_t mode, uint64_t rdev,
-                                   const std::string& symlink, uint64_t op_id, KvBatch& b,
-                                   records::InodeRecord* child) {
+                                   const std::string& symlink, uint64_t op_id, uint64_t session_id,
+                                   KvBatch& b, records::InodeRecord* child) {
   const uint32_t type = mode & S_IFMT;
   records::StoredAttr* pa = parent.mutable_attr();
   SURGE_ASSIGN_OR_RETURN(uint64_t ino, alloc_ino());
@@ -342,6 +342,7 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   } else if (type == S_IFDIR) {
     child->set_parent(pa->ino());
     if (parent.has_default_layout()) *child->mutable_default_layout() = parent.default_layout();
+    dir_lease::grant(*child, session_id, dir_lease::now_ms(), opts_.dir_lease_ms);
     pa->set_nlink(pa->nlink() + 1);
   } else if (type == S_IFLNK) {
     child->set_symlink(symlink);
@@ -358,6 +359,20 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   return Status::OK();
 }
 
+Status Namespace::wait_out_lease(records::InodeRecord& dir, const dir_lease::AddVerdict& v,
+                                 KvBatch& b, LockTable::Guard& g) {
+  if (v.recall) {
+    put_inode(b, dir);
+    Status st = kv_->commit(b, false);
+    if (!st.ok() && !conflicted(st)) {
+      return st.WithContext("recalling the lease on " + ino_str(dir.attr().ino()));
+    }
+  }
+  g.release();
+  dir_lease::wait_until(v.wait_until_ms);
+  return Status::OK();
+}
+
 Result<std::optional<records::InodeRecord>> Namespace::made_by(uint64_t op_id, uint64_t ino) {
   if (op_id == 0) return std::optional<records::InodeRecord>();
   SURGE_ASSIGN_OR_RETURN(auto rec, load_existing(ino, "create"));
@@ -367,7 +382,7 @@ Result<std::optional<records::InodeRecord>> Namespace::made_by(uint64_t op_id, u
 
 Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const std::string& name,
                             uint32_t mode, uint64_t rdev, const std::string& symlink,
-                            uint64_t op_id, pb::EntryReply* out) {
+                            uint64_t op_id, uint64_t session_id, pb::EntryReply* out) {
   SURGE_RETURN_IF_ERROR(validate_name(name));
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     conflict_backoff(attempt);
@@ -383,14 +398,23 @@ Status Namespace::make_node(const pb::Credentials& cred, uint64_t parent, const 
       out->set_created(true);
       return Status::OK();
     }
+    const dir_lease::AddVerdict lease =
+        dir_lease::before_add(p, session_id, dir_lease::now_ms(), opts_.dir_lease_ms);
+    if (lease.wait_until_ms != 0) {
+      SURGE_RETURN_IF_ERROR(wait_out_lease(p, lease, b, g));
+      continue;
+    }
     records::InodeRecord child;
-    SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, name, mode, rdev, symlink, op_id, b, &child));
+    SURGE_RETURN_IF_ERROR(
+        add_child_locked(cred, p, name, mode, rdev, symlink, op_id, session_id, b, &child));
     Status st = commit_then_sync(b, g);
     if (conflicted(st)) continue;
     SURGE_RETURN_IF_ERROR(st);
     to_wire(child.attr(), out->mutable_attr());
     to_wire(p.attr(), out->mutable_parent_attr());
     out->set_created(true);
+    out->set_parent_lease_ms(lease.lease_ms);
+    if (child.has_lease()) out->set_lease_ms(opts_.dir_lease_ms);
     return Status::OK();
   }
   return Status::Busy("create: " + entry_str(parent, name) + " keeps changing");
@@ -485,10 +509,15 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
       return Status::OK();
     }
     SURGE_RETURN_IF_ERROR(check_access(cred, p.attr(), kMayWrite | kMayExec, "create"));
+    const dir_lease::AddVerdict lease =
+        dir_lease::before_add(p, req.session_id(), dir_lease::now_ms(), opts_.dir_lease_ms);
+    if (lease.wait_until_ms != 0) {
+      SURGE_RETURN_IF_ERROR(wait_out_lease(p, lease, b, g));
+      continue;
+    }
     records::InodeRecord child;
-    SURGE_RETURN_IF_ERROR(
-        add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0, "", req.op_id(),
-                         b, &child));
+    SURGE_RETURN_IF_ERROR(add_child_locked(cred, p, req.name(), S_IFREG | (req.mode() & 07777), 0,
+                                           "", req.op_id(), req.session_id(), b, &child));
     // The open is recorded in the create's own commit: an unlink of the new
     // name must see it open, and a create costs one store round trip.
     if (req.session_id() != 0) sessions_->add_open_to(b, req.session_id(), child.attr().ino());
@@ -501,6 +530,7 @@ Status Namespace::create(const pb::CreateRequest& req, pb::EntryReply* out) {
     to_wire(child.attr(), out->mutable_attr());
     to_wire(p.attr(), out->mutable_parent_attr());
     out->set_created(true);
+    out->set_parent_lease_ms(lease.lease_ms);
     return Status::OK();
   }
   return Status::Busy("create: " + entry_str(req.parent(), req.name()) + " keeps changing");
@@ -528,12 +558,13 @@ Status Namespace::mknod(const pb::MknodRequest& req, pb::EntryReply* out) {
     default:
       return Status::InvalidArgument("mknod: bad file type in mode " + std::to_string(mode));
   }
-  return make_node(req.cred(), req.parent(), req.name(), mode, req.rdev(), "", req.op_id(), out);
+  return make_node(req.cred(), req.parent(), req.name(), mode, req.rdev(), "", req.op_id(),
+                   req.session_id(), out);
 }
 
 Status Namespace::mkdir(const pb::MkdirRequest& req, pb::EntryReply* out) {
   return make_node(req.cred(), req.parent(), req.name(), S_IFDIR | (req.mode() & 07777), 0, "",
-                   req.op_id(), out);
+                   req.op_id(), req.session_id(), out);
 }
 
 Status Namespace::symlink(const pb::SymlinkRequest& req, pb::EntryReply* out) {
@@ -546,7 +577,7 @@ Status Namespace::symlink(const pb::SymlinkRequest& req, pb::EntryReply* out) {
     return Status::InvalidArgument("symlink: target contains a NUL byte");
   }
   return make_node(req.cred(), req.parent(), req.name(), S_IFLNK | 0777, 0, req.target(),
-                   req.op_id(), out);
+                   req.op_id(), req.session_id(), out);
 }
 
 Status Namespace::lookup(const pb::LookupRequest& req, pb::EntryReply* out) {
@@ -716,6 +747,12 @@ Status Namespace::link_unsettled(const pb::LinkRequest& req, pb::EntryReply* out
     if (existing)
       return Status::AlreadyExists("link: " + entry_str(req.new_parent(), req.new_name()) +
                                    " exists");
+    const dir_lease::AddVerdict lease =
+        dir_lease::before_add(p, req.session_id(), dir_lease::now_ms(), opts_.dir_lease_ms);
+    if (lease.wait_until_ms != 0) {
+      SURGE_RETURN_IF_ERROR(wait_out_lease(p, lease, b, g));
+      continue;
+    }
     const uint64_t now = now_ns();
     b.put(Space::kDentries, keys::dentry(req.new_parent(), req.new_name()),
           keys::encode_dentry({req.ino(), c.attr().mode() & S_IFMT}));
@@ -730,6 +767,7 @@ Status Namespace::link_unsettled(const pb::LinkRequest& req, pb::EntryReply* out
     SURGE_RETURN_IF_ERROR(st);
     to_wire(c.attr(), out->mutable_attr());
     to_wire(p.attr(), out->mutable_parent_attr());
+    out->set_parent_lease_ms(lease.lease_ms);
     return Status::OK();
   }
   return Status::Busy("link: " + entry_str(req.new_parent(), req.new_name()) + " keeps changing");

@@ -36,6 +36,7 @@
 #include "mds/cluster/object_targets.h"
 #include "mds/cluster/session_table.h"
 #include "mds/kv/kv_store.h"
+#include "mds/namespace/dir_lease.h"
 #include "mds/namespace/keys.h"
 #include "mds/namespace/lock_table.h"
 #include "mds/namespace/records.pb.h"
@@ -55,6 +56,8 @@ struct NamespaceOptions {
   // How long the op id of a finished unlink/rmdir/rename/link is kept, so
   // its resend answers OK again (see op_done).
   uint64_t done_op_ttl_ns = 600ull * 1000 * 1000 * 1000;
+  // A directory lease's term (dir_lease.h); 0: none granted or renewed.
+  uint32_t dir_lease_ms = dir_lease::kTermMs;
 };
 
 namespace pb = ::surge::proto::mds;
@@ -184,12 +187,17 @@ class Namespace {
   // the child, the updated parent); the caller commits.
   Status add_child_locked(const pb::Credentials& cred, records::InodeRecord& parent,
                           const std::string& name, uint32_t mode, uint64_t rdev,
-                          const std::string& symlink, uint64_t op_id, KvBatch& b,
-                          records::InodeRecord* child);
+                          const std::string& symlink, uint64_t op_id, uint64_t session_id,
+                          KvBatch& b, records::InodeRecord* child);
+  // An addition to `dir` met another session's lease (dir_lease.h): stores
+  // the recall when it is new, then waits the lease out with no stripe
+  // held. OK: the caller tries the operation again.
+  Status wait_out_lease(records::InodeRecord& dir, const dir_lease::AddVerdict& v, KvBatch& b,
+                        LockTable::Guard& g);
   // create/mknod/mkdir/symlink without an existing-name special case.
   Status make_node(const pb::Credentials& cred, uint64_t parent, const std::string& name,
                    uint32_t mode, uint64_t rdev, const std::string& symlink, uint64_t op_id,
-                   pb::EntryReply* out);
+                   uint64_t session_id, pb::EntryReply* out);
   // The inode `existing` names when op_id (non-zero) made it: the resend of
   // a create whose first reply was lost. Nullopt otherwise.
   Result<std::optional<records::InodeRecord>> made_by(uint64_t op_id, uint64_t ino);

@@ -145,6 +145,18 @@ Status Namespace::rename_unsettled(const pb::RenameRequest& req) {
       return Status::InvalidArgument(what + ": would move a directory into itself");
     }
 
+    // A new name in newp (an exchange adds none): another session's lease
+    // on it is recalled and waited out first (dir_lease.h).
+    if (!exchange) {
+      const dir_lease::AddVerdict lease =
+          dir_lease::before_add(*NP, req.session_id(), dir_lease::now_ms(), opts_.dir_lease_ms);
+      if (lease.wait_until_ms != 0) {
+        if (rl.owns_lock()) rl.unlock();
+        SURGE_RETURN_IF_ERROR(wait_out_lease(*NP, lease, b, g));
+        if (cross) rl.lock();
+        continue;
+      }
+    }
     const uint64_t now = now_ns();
     const std::string skey = keys::dentry(oldp, req.old_name());
     const std::string tkey = keys::dentry(newp, req.new_name());

@@ -87,6 +87,9 @@ void set_up() {
   mds::NamespaceOptions no;
   no.default_stripe_size = 64 * 1024;
   no.default_stripe_count = 2;
+  // Short directory leases: an input adding to another session's leased
+  // directory over and over waits one term each time (-timeout=30).
+  no.dir_lease_ms = 2;
   g->ns = must(mds::Namespace::Open(g->kv.get(), g->map.get(), g->sessions.get(), &g->objects, no),
                "namespace");
   g->server = std::make_unique<fuzz::CapturingServer>(*g->pool);
@@ -294,6 +297,41 @@ void write_seeds(const std::string& dir) {
     ln.set_new_name("h");
     all += rec<MdsLink>(ln);
     fuzz::write_seed(dir, "xattrs_layouts_opens", all);
+  }
+  // Directory leases: a session's mkdir, its create there, another
+  // session's (the lease recalled and waited out), and one without any.
+  {
+    std::string all;
+    OpenSessionRequest os;
+    os.set_client_name("fuzz:holder");
+    all += rec<MdsOpenSession>(os);
+    os.set_client_name("fuzz:other");
+    all += rec<MdsOpenSession>(os);
+    MkdirRequest mk;
+    *mk.mutable_cred() = root();
+    mk.set_parent(kRoot);
+    mk.set_name("leased");
+    mk.set_mode(0777);
+    mk.set_session_id(1);
+    all += rec<MdsMkdir>(mk);
+    CreateRequest cr;
+    *cr.mutable_cred() = root();
+    cr.set_parent(2);
+    cr.set_name("mine");
+    cr.set_mode(0644);
+    cr.set_exclusive(true);
+    cr.set_session_id(1);
+    all += rec<MdsCreate>(cr);
+    cr.set_name("theirs");
+    cr.set_session_id(2);
+    all += rec<MdsCreate>(cr);
+    SymlinkRequest sl;
+    *sl.mutable_cred() = root();
+    sl.set_parent(2);
+    sl.set_name("link");
+    sl.set_target("mine");
+    all += rec<MdsSymlink>(sl);
+    fuzz::write_seed(dir, "dir_leases", all);
   }
 }
 
