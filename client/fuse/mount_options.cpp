@@ -110,6 +110,11 @@ Status apply_option(MountConfig& m, const std::string& opt) {
   } else if (key == "readahead_kb") {
     SURGE_ASSIGN_OR_RETURN(uint64_t kb, to_uint(key, val));
     m.readahead_kb = static_cast<uint32_t>(kb);
+  } else if (key == "dir_leases") {
+    if (val != "0" && val != "1") {
+      return Status::InvalidArgument("mount option dir_leases=" + val + ": 0 or 1");
+    }
+    m.client.dir_leases = val == "1";
   } else if (key == "wronly_direct" || key == "rdwr_direct" || key == "rdonly_direct") {
     if (val != "0" && val != "1") {
       return Status::InvalidArgument("mount option " + key + "=" + val + ": 0 or 1");
@@ -172,6 +177,8 @@ std::string usage() {
          "  mds_timeout_ms=N   how long an unreachable MDS is retried (30000)\n"
          "  readahead_kb=N     read-ahead of the mount (default 4096)\n"
          "  max_threads=N      FUSE worker threads (default 16)\n"
+         "  dir_leases=0|1     lookups of new names in directories this mount made\n"
+         "                     are answered without the MDS (default 1)\n"
          "  wronly_direct=0|1  write-only opens bypass the page cache (default 1)\n"
          "  rdwr_direct=0|1    read-write opens too, where the kernel can still\n"
          "                     mmap such files (Linux 6.6+; default 1)\n"

@@ -206,8 +206,16 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
   for (int attempt = 0;; ++attempt) {
     uint64_t sid = session_->id();
     req.set_session_id(sid);
+    const auto sent = DirLeases::Clock::now();
     Status st = mds_->call<mds::MdsCreate>(req, &resp);
-    if (st.ok()) break;
+    if (st.ok()) {
+      // A new name renews our lease on the parent; an opened one changes nothing.
+      if (resp.created()) {
+        leases_.added(parent, name, sid, /*renews=*/true, resp.parent_lease_ms(), sent);
+      }
+      break;
+    }
+    leases_.drop(parent);  // created or not: not known
     // An unknown session fails a create before anything is created.
     if (attempt > 0 || !session_->renew_after(st, sid)) return st;
   }

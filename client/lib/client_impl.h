@@ -6,6 +6,7 @@
 //   WriteBehind   writes returned before their bytes landed  (write_behind.*)
 //   ReadAhead     windows fetched past a sequential reader   (read_ahead.*)
 //   DirAttrCache  directories as our own changes left them    (dir_attr_cache.*)
+//   DirLeases     directories only we add names to, for now    (dir_leases.*)
 //   DataPath      placement and failure handling of every IO (data_path.*)
 // Namespace operations are plain MDS calls (namespace_ops.cpp); the open
 // file operations are file_ops.cpp. A background thread reports sizes
@@ -22,6 +23,7 @@
 #include "client/lib/cluster_map_cache.h"
 #include "client/lib/data_path.h"
 #include "client/lib/dir_attr_cache.h"
+#include "client/lib/dir_leases.h"
 #include "client/lib/inode_table.h"
 #include "client/lib/mds_link.h"
 #include "client/lib/mds_session.h"
@@ -140,6 +142,7 @@ class ClientImpl : public Client {
   std::unique_ptr<ReadAhead> read_ahead_;
   std::unique_ptr<CloseQueue> closes_;  // opens released at the MDS off close's path
   DirAttrCache dir_attrs_;              // directories as our own changes left them
+  DirLeases leases_;                    // misses answered without the MDS
 
   std::atomic<uint64_t> op_seq_{0};  // next op id; random start
 

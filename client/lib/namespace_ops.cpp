@@ -38,6 +38,24 @@ Status system_xattr_refusal(std::string_view name) {
                               "': system.* (ACLs) is not supported");
 }
 
+// Search permission on a directory, from its attributes as this client
+// last saw them (the MDS's check of a lookup, for one answered here).
+bool may_search(const Attr& dir, const Caller& c) {
+  if (c.uid == 0) return true;
+  if (c.uid == dir.uid) return dir.mode & S_IXUSR;
+  bool group = c.gid == dir.gid;
+  for (uint32_t g : c.groups) group = group || g == dir.gid;
+  return dir.mode & (group ? S_IXGRP : S_IXOTH);
+}
+
+// After an addition of `name` to `dir`: the lease learns the name and the
+// reply's term, or ends when the outcome is unknown.
+void note_added(DirLeases& leases, Ino dir, std::string_view name, uint64_t session,
+                const Status& st, const mds::EntryReply& resp, DirLeases::Clock::time_point sent) {
+  if (!st.ok()) return leases.drop(dir);
+  leases.added(dir, name, session, /*renews=*/true, resp.parent_lease_ms(), sent);
+}
+
 }  // namespace
 
 void ClientImpl::note_parent(const proto::mds::EntryReply& resp) {
@@ -57,6 +75,17 @@ std::optional<Attr> ClientImpl::recent_dir_attr(Ino dir, std::chrono::nanosecond
 }
 
 Result<Attr> ClientImpl::lookup(Ino parent, std::string_view name, const Caller& c) {
+  // A name missing from a directory only this session adds to: no MDS.
+  // The caller's search permission is checked as the MDS would, on the
+  // directory's attributes from our last change there.
+  if (leases_.known_missing(parent, name, session_->id())) {
+    DirAttrCache::Clock::duration age{};
+    auto dir = dir_attrs_.recent(parent, std::chrono::seconds(1), &age);
+    if (dir && may_search(*dir, c)) {
+      return Status::NotFound("lookup: no '" + std::string(name) + "' in directory " +
+                              std::to_string(parent) + " (this client's lease on it)");
+    }
+  }
   mds::LookupRequest req;
   *req.mutable_cred() = cred_to_proto(c);
   req.set_parent(parent);
@@ -170,10 +199,21 @@ Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_mode(mode);
+  // The session id also asks for a lease on the new directory; without
+  // leases (ClientOptions::dir_leases) this client holds none to renew.
+  const uint64_t sid = options_.dir_leases ? session_->id() : 0;
+  req.set_session_id(sid);
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMkdir>(req, &resp));
+  const uint64_t gen = leases_.generation();
+  const auto sent = DirLeases::Clock::now();
+  Status st = mds_->call<mds::MdsMkdir>(req, &resp);
+  note_added(leases_, parent, name, sid, st, resp, sent);
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
-  return attr_from_proto(resp.attr());
+  Attr a = attr_from_proto(resp.attr());
+  dir_attrs_.note(a);  // what a lookup answered by the lease checks permission on
+  leases_.grant(a.ino, sid, resp.lease_ms(), sent, gen);
+  return a;
 }
 
 Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode, uint64_t rdev,
@@ -185,8 +225,13 @@ Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode,
   req.set_name(std::string(name));
   req.set_mode(mode);
   req.set_rdev(rdev);
+  const uint64_t sid = session_->id();
+  req.set_session_id(sid);
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsMknod>(req, &resp));
+  const auto sent = DirLeases::Clock::now();
+  Status st = mds_->call<mds::MdsMknod>(req, &resp);
+  note_added(leases_, parent, name, sid, st, resp, sent);
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
   return attr_from_proto(resp.attr());
 }
@@ -199,8 +244,13 @@ Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_target(std::string(target));
+  const uint64_t sid = session_->id();
+  req.set_session_id(sid);
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsSymlink>(req, &resp));
+  const auto sent = DirLeases::Clock::now();
+  Status st = mds_->call<mds::MdsSymlink>(req, &resp);
+  note_added(leases_, parent, name, sid, st, resp, sent);
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
   return attr_from_proto(resp.attr());
 }
@@ -221,8 +271,13 @@ Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
+  const uint64_t sid = session_->id();
+  req.set_session_id(sid);
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLink>(req, &resp));
+  const auto sent = DirLeases::Clock::now();
+  Status st = mds_->call<mds::MdsLink>(req, &resp);
+  note_added(leases_, new_parent, new_name, sid, st, resp, sent);
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
   return inodes_.merge_local(attr_from_proto(resp.attr()));
 }
@@ -236,6 +291,7 @@ Status ClientImpl::unlink(Ino parent, std::string_view name, const Caller& c) {
   mds::UnlinkReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsUnlink>(req, &resp));
   note_parent(resp);
+  leases_.removed(parent, name);
   return Status::OK();
 }
 
@@ -248,6 +304,7 @@ Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
   mds::UnlinkReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsRmdir>(req, &resp));
   note_parent(resp);
+  leases_.removed(parent, name);
   if (resp.ino() != 0) dir_attrs_.drop(resp.ino());  // gone: its next getattr says so
   return Status::OK();
 }
@@ -262,11 +319,21 @@ Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
   req.set_new_name(std::string(new_name));
   req.set_flags(flags);
   req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
+  const uint64_t sid = session_->id();
+  req.set_session_id(sid);
   mds::RenameReply resp;
   // Both directories change; their next getattr asks the MDS.
   dir_attrs_.drop(parent);
   dir_attrs_.drop(new_parent);
-  return mds_->call<mds::MdsRename>(req, &resp);
+  Status st = mds_->call<mds::MdsRename>(req, &resp);
+  if (!st.ok()) {
+    leases_.drop(new_parent);  // the new name may be there or not
+    return st;
+  }
+  // An exchange moves names that were there already.
+  leases_.added(new_parent, new_name, sid, /*renews=*/false, 0, {});
+  if ((flags & kRenameExchange) == 0) leases_.removed(parent, name);
+  return Status::OK();
 }
 
 Result<DirPage> ClientImpl::readdir(Ino dir, uint64_t cookie, size_t max_entries, const Caller& c) {

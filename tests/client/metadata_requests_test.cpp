@@ -159,6 +159,45 @@ TEST_F(MetadataRequests, CreatesInADirectoryDoNotGetattrIt) {
                                                    "attributes were asked for again";
 }
 
+// The directory was made through this mount, which holds its lease
+// (client/lib/dir_leases.h): the kernel's LOOKUP of each new name is
+// answered by surge-fuse without the MDS.
+TEST_F(MetadataRequests, CreatesInADirectoryThisMountMadeLookUpNothing) {
+  auto before = requests();
+  for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
+  auto after = requests();
+  EXPECT_EQ(delta(before, after, "create"), kN);
+  EXPECT_EQ(delta(before, after, "lookup"), 0) << "new names were looked up at the MDS";
+}
+
+// Once another client adds a name there, the lease is over and each new
+// name's LOOKUP asks the MDS again.
+TEST_F(MetadataRequests, AfterAnotherClientsCreateTheLookupsAskTheMds) {
+  auto other = cluster_->connect();
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  const std::string rel = dir_.substr(mnt_.size());
+  auto f = (*other)->open(rel + "/theirs", O_CREAT | O_EXCL | O_WRONLY, 0644);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE((*other)->close(*f).ok());
+  create(dir_ + "/first");  // its reply tells the mount the lease is over
+  auto before = requests();
+  for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
+  auto after = requests();
+  EXPECT_EQ(delta(before, after, "lookup"), kN);
+}
+
+TEST_F(MetadataRequests, WithDirLeasesOffEachNewNameIsLookedUp) {
+  auto m = cluster_->mount("noleases", "dir_leases=0");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::string dir = *m + "/d";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << std::strerror(errno);
+  auto before = requests();
+  for (int i = 0; i < kN; ++i) create(dir + "/f" + std::to_string(i));
+  auto after = requests();
+  EXPECT_EQ(delta(before, after, "lookup"), kN);
+  ASSERT_TRUE(cluster_->unmount(*m).ok());
+}
+
 TEST_F(MetadataRequests, MkdirsAndUnlinksInADirectoryDoNotGetattrIt) {
   for (int i = 0; i < kN; ++i) create(dir_ + "/f" + std::to_string(i));
   auto before = requests();

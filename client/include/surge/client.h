@@ -87,6 +87,12 @@ struct ClientOptions {
   // without CAP_FSETID (SetAttr kKillSuidgid). surge-fuse turns it off:
   // the kernel says on each write whether the writer lacks CAP_FSETID.
   bool kill_suidgid_on_write = true;
+  // A directory this client makes is leased to its session: lookups of
+  // names missing there are answered without the MDS while no other client
+  // adds one; another client's first addition there waits for the lease to
+  // run out, at most about a quarter of a second (docs/metadata-path.md,
+  // "Directory leases"). false: no leases asked for.
+  bool dir_leases = true;
 };
 
 // Who is asking: the MDS checks permissions against these.
