@@ -48,12 +48,21 @@ bool may_search(const Attr& dir, const Caller& c) {
   return dir.mode & (group ? S_IXGRP : S_IXOTH);
 }
 
-// After an addition of `name` to `dir`: the lease learns the name and the
-// reply's term, or ends when the outcome is unknown.
-void note_added(DirLeases& leases, Ino dir, std::string_view name, uint64_t session,
-                const Status& st, const mds::EntryReply& resp, DirLeases::Clock::time_point sent) {
-  if (!st.ok()) return leases.drop(dir);
-  leases.added(dir, name, session, /*renews=*/true, resp.parent_lease_ms(), sent);
+// An MDS call that adds `name` to `dir` (mknod, mkdir, symlink, link),
+// as session `sid`: our lease on dir learns the name and the reply's term,
+// or ends when the outcome is unknown.
+template <typename Method>
+Status add_name(MdsLink& link, DirLeases& leases, typename Method::Request& req,
+                mds::EntryReply* resp, Ino dir, std::string_view name, uint64_t sid) {
+  req.set_session_id(sid);
+  const auto sent = DirLeases::Clock::now();
+  Status st = link.call<Method>(req, resp);
+  if (!st.ok()) {
+    leases.drop(dir);
+  } else {
+    leases.added(dir, name, sid, /*renews=*/true, resp->parent_lease_ms(), sent);
+  }
+  return st;
 }
 
 }  // namespace
@@ -202,13 +211,10 @@ Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
   // The session id also asks for a lease on the new directory; without
   // leases (ClientOptions::dir_leases) this client holds none to renew.
   const uint64_t sid = options_.dir_leases ? session_->id() : 0;
-  req.set_session_id(sid);
   mds::EntryReply resp;
   const uint64_t gen = leases_.generation();
   const auto sent = DirLeases::Clock::now();
-  Status st = mds_->call<mds::MdsMkdir>(req, &resp);
-  note_added(leases_, parent, name, sid, st, resp, sent);
-  SURGE_RETURN_IF_ERROR(st);
+  SURGE_RETURN_IF_ERROR(add_name<mds::MdsMkdir>(*mds_, leases_, req, &resp, parent, name, sid));
   note_parent(resp);
   Attr a = attr_from_proto(resp.attr());
   dir_attrs_.note(a);  // what a lookup answered by the lease checks permission on
@@ -225,13 +231,9 @@ Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode,
   req.set_name(std::string(name));
   req.set_mode(mode);
   req.set_rdev(rdev);
-  const uint64_t sid = session_->id();
-  req.set_session_id(sid);
   mds::EntryReply resp;
-  const auto sent = DirLeases::Clock::now();
-  Status st = mds_->call<mds::MdsMknod>(req, &resp);
-  note_added(leases_, parent, name, sid, st, resp, sent);
-  SURGE_RETURN_IF_ERROR(st);
+  SURGE_RETURN_IF_ERROR(
+      add_name<mds::MdsMknod>(*mds_, leases_, req, &resp, parent, name, session_->id()));
   note_parent(resp);
   return attr_from_proto(resp.attr());
 }
@@ -244,13 +246,9 @@ Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_target(std::string(target));
-  const uint64_t sid = session_->id();
-  req.set_session_id(sid);
   mds::EntryReply resp;
-  const auto sent = DirLeases::Clock::now();
-  Status st = mds_->call<mds::MdsSymlink>(req, &resp);
-  note_added(leases_, parent, name, sid, st, resp, sent);
-  SURGE_RETURN_IF_ERROR(st);
+  SURGE_RETURN_IF_ERROR(
+      add_name<mds::MdsSymlink>(*mds_, leases_, req, &resp, parent, name, session_->id()));
   note_parent(resp);
   return attr_from_proto(resp.attr());
 }
@@ -271,13 +269,9 @@ Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
-  const uint64_t sid = session_->id();
-  req.set_session_id(sid);
   mds::EntryReply resp;
-  const auto sent = DirLeases::Clock::now();
-  Status st = mds_->call<mds::MdsLink>(req, &resp);
-  note_added(leases_, new_parent, new_name, sid, st, resp, sent);
-  SURGE_RETURN_IF_ERROR(st);
+  SURGE_RETURN_IF_ERROR(
+      add_name<mds::MdsLink>(*mds_, leases_, req, &resp, new_parent, new_name, session_->id()));
   note_parent(resp);
   return inodes_.merge_local(attr_from_proto(resp.attr()));
 }
