@@ -88,8 +88,9 @@ Result<Attr> ClientImpl::lookup(Ino parent, std::string_view name, const Caller&
   // The caller's search permission is checked as the MDS would, on the
   // directory's attributes from our last change there.
   if (leases_.known_missing(parent, name, session_->id())) {
-    DirAttrCache::Clock::duration age{};
-    auto dir = dir_attrs_.recent(parent, std::chrono::seconds(1), &age);
+    // At most a second old: surge-fuse's default attr_timeout, the age of
+    // the attributes the kernel itself checks permissions on.
+    auto dir = dir_attrs_.recent(parent, std::chrono::seconds(1), nullptr);
     if (dir && may_search(*dir, c)) {
       return Status::NotFound("lookup: no '" + std::string(name) + "' in directory " +
                               std::to_string(parent) + " (this client's lease on it)");

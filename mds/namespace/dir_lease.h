@@ -9,7 +9,7 @@
 // The lease is kept in the directory's own record (records::DirLease), so
 // every MDS on the store judges it inside the batch that adds the name:
 //   * mkdir with a session grants the new directory to that session for
-//     kTermMs;
+//     one term (NamespaceOptions::dir_lease_ms, default kTermMs);
 //   * the holder's own additions renew it (the record is written anyway,
 //     its mtime moves), and the reply tells the holder for how long; also
 //     after it ran out, while the record still names the holder and no
