@@ -3,6 +3,8 @@
 // come from, and the relations between settings.
 #include "mds/daemon/mds_config.h"
 
+#include "mds/namespace/dir_lease.h"
+
 namespace surge::mds {
 
 using config::Field;
@@ -126,7 +128,7 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
              "each name it adds: it answers lookups of missing names there itself, and\n"
              "another client's first addition waits until the lease runs out\n"
              "(docs/metadata-path.md, \"Directory leases\"). 0: no leases.",
-             "", 0, 10000},
+             "", 0, dir_lease::kMaxTermMs},
             &MdsConfig::dir_lease_ms},
           F{{"targets", "heartbeat_interval_ms",
              "How often data servers heartbeat (told to them at registration), in ms."},

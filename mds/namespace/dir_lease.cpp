@@ -23,6 +23,11 @@ void grant(records::InodeRecord& dir, uint64_t session, uint64_t now, uint32_t t
 AddVerdict before_add(records::InodeRecord& dir, uint64_t session, uint64_t now, uint32_t term_ms) {
   if (!dir.has_lease()) return {};
   records::DirLease* l = dir.mutable_lease();
+  bool cut = false;
+  if (l->until_ms() > now + kMaxTermMs) {  // stored before this clock stepped back
+    l->set_until_ms(now + kMaxTermMs);
+    cut = true;
+  }
   const bool over = now >= l->until_ms() + kSkewMs;  // on every MDS's clock
   if (session != 0 && l->session() == session) {
     // Still its own and not recalled, even if over: no other session has
@@ -41,10 +46,8 @@ AddVerdict before_add(records::InodeRecord& dir, uint64_t session, uint64_t now,
   }
   AddVerdict v;
   v.wait_until_ms = l->until_ms() + kSkewMs;
-  if (!l->recalled()) {
-    l->set_recalled(true);
-    v.recall = true;
-  }
+  v.store_first = cut || !l->recalled();
+  l->set_recalled(true);
   return v;
 }
 

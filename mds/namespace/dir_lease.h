@@ -37,6 +37,11 @@ inline constexpr uint32_t kTermMs = 200;
 // How long after `until` another session proceeds: the clocks of several
 // MDS on one store may differ by this much.
 inline constexpr uint32_t kSkewMs = 25;
+// The longest term (namespace.dir_lease_ms is at most this). A lease that
+// ends further ahead was stored before this MDS's clock stepped back: it
+// is cut to this, or its directory would stay closed to others for as
+// long as the step.
+inline constexpr uint32_t kMaxTermMs = 10000;
 
 // Wall-clock milliseconds (the lease is read by every MDS on the store).
 uint64_t now_ms();
@@ -50,7 +55,7 @@ void grant(records::InodeRecord& dir, uint64_t session, uint64_t now, uint32_t t
 // addition, or alone when `recall` is set.
 struct AddVerdict {
   uint64_t wait_until_ms = 0;  // another session holds it: wait until then, then retry
-  bool recall = false;         // the record now says recalled: commit it before waiting
+  bool store_first = false;    // the record changed (recalled, or cut): commit it before waiting
   uint32_t lease_ms = 0;       // the adder's own lease, renewed for this long
 };
 // A renewal lasts term_ms (0: none; the lease runs out).

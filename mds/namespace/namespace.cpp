@@ -361,7 +361,7 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
 
 Status Namespace::wait_out_lease(records::InodeRecord& dir, const dir_lease::AddVerdict& v,
                                  KvBatch& b, LockTable::Guard& g) {
-  if (v.recall) {
+  if (v.store_first) {
     put_inode(b, dir);
     Status st = kv_->commit(b, false);
     if (!st.ok() && !conflicted(st)) {

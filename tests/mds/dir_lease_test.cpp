@@ -43,11 +43,11 @@ TEST(DirLeaseRules, TheHoldersAdditionRenewsIt) {
 TEST(DirLeaseRules, AnotherSessionRecallsItAndWaitsPastItsEnd) {
   records::InodeRecord d = leased_dir();
   auto v = dir_lease::before_add(d, kOther, kNow + 10, kTermMs);
-  EXPECT_TRUE(v.recall);
+  EXPECT_TRUE(v.store_first);
   EXPECT_EQ(v.wait_until_ms, kNow + kTermMs + kSkewMs);
   EXPECT_TRUE(d.lease().recalled());
   auto again = dir_lease::before_add(d, kOther, kNow + 20, kTermMs);
-  EXPECT_FALSE(again.recall) << "already recalled: nothing to store";
+  EXPECT_FALSE(again.store_first) << "already recalled: nothing to store";
   EXPECT_EQ(again.wait_until_ms, kNow + kTermMs + kSkewMs);
 }
 
@@ -84,6 +84,16 @@ TEST(DirLeaseRules, WithLeasesOffNothingIsGrantedOrRenewed) {
   records::InodeRecord d = leased_dir();
   EXPECT_EQ(dir_lease::before_add(d, kHolder, kNow + 10, 0).lease_ms, 0u);
   EXPECT_EQ(d.lease().until_ms(), kNow + kTermMs) << "an existing lease runs out";
+}
+
+TEST(DirLeaseRules, AnEndStoredBeforeTheClockSteppedBackIsCut) {
+  records::InodeRecord d;
+  dir_lease::grant(d, kHolder, kNow + 3'600'000, kTermMs);  // an hour ahead
+  auto v = dir_lease::before_add(d, kOther, kNow, kTermMs);
+  EXPECT_TRUE(v.store_first);
+  EXPECT_EQ(v.wait_until_ms, kNow + dir_lease::kMaxTermMs + kSkewMs);
+  auto again = dir_lease::before_add(d, kOther, kNow + 1, kTermMs);
+  EXPECT_FALSE(again.store_first) << "cut and recalled already";
 }
 
 TEST(DirLeaseRules, TheHolderRenewsOneThatRanOutUnrecalled) {
