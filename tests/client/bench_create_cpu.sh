@@ -30,23 +30,8 @@ for i in "${!builds[@]}"; do
     --build "${builds[$i]}" >"$work/start$i.log" 2>&1 || { cat "$work/start$i.log"; exit 1; }
 done
 
-# per_op FILE N: "CPU_US SWITCHES" per op from a perf stat output file.
-per_op() {
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-cpu = sw = 0.0
-for line in open(sys.argv[1]):
-    m = re.match(r"\s*([\d,.]+)\s+(msec task-clock|context-switches)", line)
-    if m:
-        v = float(m.group(1).replace(",", ""))
-        if "task" in m.group(2):
-            cpu = v
-        else:
-            sw = v
-n = int(sys.argv[2])
-print("%.1f %.2f" % (cpu * 1000 / n, sw / n))
-PY
-}
+# per_op FILE N (perf_per_op.sh).
+source tests/client/perf_per_op.sh  # the cd above put us at the root
 
 printf '%-6s %-5s %-7s %9s %28s %28s %28s %9s\n' round build api creates/s \
   "surge-fuse us, switches" "surge-mds us, switches" "bench us, switches" "total us"

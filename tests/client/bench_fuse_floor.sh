@@ -83,22 +83,8 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-# per_op FILE N: "CPU_US SWITCHES" per op from a perf stat output file.
-per_op() {
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-cpu = sw = 0.0
-for line in open(sys.argv[1]):
-    m = re.match(r"\s*([\d,.]+)\s+(msec task-clock|context-switches)", line)
-    if m:
-        v = float(m.group(1).replace(",", ""))
-        if "task" in m.group(2):
-            cpu = v
-        else:
-            sw = v
-print("%.1f %.2f" % (cpu * 1000 / int(sys.argv[2]), sw / int(sys.argv[2])))
-PY
-}
+# per_op FILE N (perf_per_op.sh).
+source tests/client/perf_per_op.sh  # the cd above put us at the root
 
 echo
 echo "per create, 1 process, create phase only"
