@@ -115,6 +115,11 @@ Status apply_option(MountConfig& m, const std::string& opt) {
       return Status::InvalidArgument("mount option dir_leases=" + val + ": 0 or 1");
     }
     m.client.dir_leases = val == "1";
+  } else if (key == "stat_ahead") {
+    if (val != "0" && val != "1") {
+      return Status::InvalidArgument("mount option stat_ahead=" + val + ": 0 or 1");
+    }
+    m.client.stat_ahead = val == "1";
   } else if (key == "wronly_direct" || key == "rdwr_direct" || key == "rdonly_direct") {
     if (val != "0" && val != "1") {
       return Status::InvalidArgument("mount option " + key + "=" + val + ": 0 or 1");
@@ -179,6 +184,8 @@ std::string usage() {
          "  max_threads=N      FUSE worker threads (default 16)\n"
          "  dir_leases=0|1     lookups of new names in directories this mount made\n"
          "                     are answered without the MDS (default 1)\n"
+         "  stat_ahead=0|1     a run of lookups in one directory fetches its entries\n"
+         "                     in bulk and answers the rest of the run (default 1)\n"
          "  wronly_direct=0|1  write-only opens bypass the page cache (default 1)\n"
          "  rdwr_direct=0|1    read-write opens too, where the kernel can still\n"
          "                     mmap such files (Linux 6.6+; default 1)\n"

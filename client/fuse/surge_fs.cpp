@@ -5,9 +5,10 @@
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -83,14 +84,19 @@ fuse_entry_param entry_of(SurgeFs& fs, const Attr& a) {
   return e;
 }
 
-// Replies with an entry and counts the kernel's new reference.
-void reply_entry(fuse_req_t req, const Result<Attr>& a, const char* op, Ino parent) {
+// Replies with an entry and counts the kernel's new reference. age: how
+// old the entry is (a stat-ahead fetch's), taken off its timeouts.
+void reply_entry(fuse_req_t req, const Result<Attr>& a, const char* op, Ino parent,
+                 std::chrono::nanoseconds age = {}) {
   SurgeFs& fs = fs_of(req);
   if (!a.ok()) {
     reply_error(req, err_of(a.status(), op, parent));
     return;
   }
   fuse_entry_param e = entry_of(fs, *a);
+  const double aged = std::chrono::duration<double>(age).count();
+  e.attr_timeout = std::max(0.0, e.attr_timeout - aged);
+  e.entry_timeout = std::max(0.0, e.entry_timeout - aged);
   fs.remember(a->ino);
   if (fuse_reply_entry(req, &e) != 0) fs.forget(a->ino, 1);  // interrupted: no reference
 }
@@ -152,7 +158,14 @@ void op_init(void* userdata, fuse_conn_info* conn) {
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   SurgeFs& fs = fs_of(req);
-  Result<Attr> a = fs.client().lookup(parent, name, caller_of(req));
+  // A run of lookups here may be answered from one readdirplus of the
+  // directory (Client::lookup_ahead), no older than the kernel would keep
+  // the entry; the kernel has checked search permission on parent.
+  const auto max_age =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(
+          std::min(fs.options().entry_timeout, fs.options().attr_timeout)));
+  std::chrono::nanoseconds age{};
+  Result<Attr> a = fs.client().lookup_ahead(parent, name, caller_of(req), max_age, &age);
   if (!a.ok() && a.status().code() == Code::kNotFound && fs.options().negative_timeout > 0) {
     // A negative entry: inode 0 with a timeout is how FUSE says "cache
     // this miss" (plain ENOENT is never cached).
@@ -162,7 +175,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     fuse_reply_entry(req, &e);
     return;
   }
-  reply_entry(req, a, "lookup", parent);
+  reply_entry(req, a, "lookup", parent, age);
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {

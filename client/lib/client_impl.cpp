@@ -220,6 +220,7 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
     if (attempt > 0 || !session_->renew_after(st, sid)) return st;
   }
   note_parent(resp);
+  ahead_.name_changed(parent, name);  // new, or opened (and maybe truncated)
   // An existing file that came back was opened by the MDS with the
   // caller's rights for these flags, and truncated there for O_TRUNC,
   // exactly as open(2) without O_CREAT would be.

@@ -7,6 +7,7 @@
 //   ReadAhead     windows fetched past a sequential reader   (read_ahead.*)
 //   DirAttrCache  directories as our own changes left them    (dir_attr_cache.*)
 //   DirLeases     directories only we add names to, for now    (dir_leases.*)
+//   StatAhead     entries fetched in bulk for a run of lookups (stat_ahead.*)
 //   DataPath      placement and failure handling of every IO (data_path.*)
 // Namespace operations are plain MDS calls (namespace_ops.cpp); the open
 // file operations are file_ops.cpp. A background thread reports sizes
@@ -30,6 +31,7 @@
 #include "client/lib/open_file.h"
 #include "client/lib/read_ahead.h"
 #include "client/lib/size_reporter.h"
+#include "client/lib/stat_ahead.h"
 #include "client/lib/write_behind.h"
 #include "net/buffer_pool.h"
 #include "surge/client.h"
@@ -87,6 +89,9 @@ class ClientImpl : public Client {
   void set_read_ahead(File& f, size_t bytes) override;
   std::optional<Attr> recent_dir_attr(Ino dir, std::chrono::nanoseconds max_age,
                                       std::chrono::nanoseconds* age) override;
+  Result<Attr> lookup_ahead(Ino parent, std::string_view name, const Caller& c,
+                            std::chrono::nanoseconds max_age,
+                            std::chrono::nanoseconds* age) override;
   Status fallocate(File& f, int mode, uint64_t offset, uint64_t length) override;  // fallocate.cpp
 
   using Client::link;
@@ -125,6 +130,8 @@ class ClientImpl : public Client {
   // Keeps the parent directory's attributes a reply carries (dir_attr_cache.h).
   void note_parent(const proto::mds::EntryReply& resp);
   void note_parent(const proto::mds::UnlinkReply& resp);
+  // Reads the directory of a stat-ahead fetch and hands its entries over.
+  void fetch_ahead(const StatAhead::Fetch& f, const Caller& c);
 
   // Declared in the order they are built; each room outlives those that
   // use it.
@@ -143,6 +150,7 @@ class ClientImpl : public Client {
   std::unique_ptr<CloseQueue> closes_;  // opens released at the MDS off close's path
   DirAttrCache dir_attrs_;              // directories as our own changes left them
   DirLeases leases_;                    // misses answered without the MDS
+  StatAhead ahead_;                     // runs of lookups answered from one readdirplus
 
   std::atomic<uint64_t> op_seq_{0};  // next op id; random start
 

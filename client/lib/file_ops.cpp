@@ -157,6 +157,8 @@ Status ClientImpl::close_handle(FileImpl& f) {
   if (first.ok()) first = rs;
   read_ahead_->drop(f);  // its pool buffers serve others now
   inodes_.release(f.state);
+  // Its size and times as the MDS has them now are newer than any fetch.
+  if ((f.flags() & O_ACCMODE) != O_RDONLY) ahead_.inode_changed(f.ino());
   // The size is reported (close-to-open holds from here); the MDS's open
   // record is released off this path (close_queue.h).
   closes_->post(session_->id(), f.ino());

@@ -50,13 +50,15 @@ bool may_search(const Attr& dir, const Caller& c) {
 
 // An MDS call that adds `name` to `dir` (mknod, mkdir, symlink, link),
 // as session `sid`: our lease on dir learns the name and the reply's term,
-// or ends when the outcome is unknown.
+// or ends when the outcome is unknown; a fetched entry of that name is
+// stale either way.
 template <typename Method>
-Status add_name(MdsLink& link, DirLeases& leases, typename Method::Request& req,
+Status add_name(MdsLink& link, DirLeases& leases, StatAhead& ahead, typename Method::Request& req,
                 mds::EntryReply* resp, Ino dir, std::string_view name, uint64_t sid) {
   req.set_session_id(sid);
   const auto sent = DirLeases::Clock::now();
   Status st = link.call<Method>(req, resp);
+  ahead.name_changed(dir, name);
   if (!st.ok()) {
     leases.drop(dir);
   } else {
@@ -103,6 +105,48 @@ Result<Attr> ClientImpl::lookup(Ino parent, std::string_view name, const Caller&
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsLookup>(req, &resp));
   return inodes_.merge_local(attr_from_proto(resp.attr()));
+}
+
+Result<Attr> ClientImpl::lookup_ahead(Ino parent, std::string_view name, const Caller& c,
+                                      std::chrono::nanoseconds max_age,
+                                      std::chrono::nanoseconds* age) {
+  if (age != nullptr) *age = std::chrono::nanoseconds(0);
+  if (!options_.stat_ahead) return lookup(parent, name, c);
+  StatAhead::Clock::duration fetched_ago{};
+  auto hit = ahead_.find(
+      parent, name, std::chrono::duration_cast<StatAhead::Clock::duration>(max_age), &fetched_ago);
+  // An inode we hold open changes with our writes; the MDS (and
+  // merge_local) know it better than a fetch.
+  if (hit && inodes_.find(hit->ino) == nullptr) {
+    if (age != nullptr) *age = std::chrono::duration_cast<std::chrono::nanoseconds>(fetched_ago);
+    return *hit;
+  }
+  Result<Attr> a = lookup(parent, name, c);
+  if (a.ok()) {
+    if (auto f = ahead_.note_lookup(parent)) fetch_ahead(*f, c);
+  }
+  return a;
+}
+
+void ClientImpl::fetch_ahead(const StatAhead::Fetch& f, const Caller& c) {
+  std::vector<DirEntry> entries;
+  uint64_t cookie = 0;
+  bool truncated = false;
+  for (;;) {
+    auto page = readdir(f.dir, cookie, StatAhead::kPage, c);
+    if (!page.ok()) {
+      ahead_.abandon(f);  // no read permission, or the directory went
+      return;
+    }
+    if (!page->entries.empty()) cookie = page->entries.back().cookie;
+    for (DirEntry& e : page->entries) entries.push_back(std::move(e));
+    if (page->eof || page->entries.empty()) break;
+    if (entries.size() >= StatAhead::kMaxEntries) {
+      truncated = true;
+      break;
+    }
+  }
+  ahead_.install(f, std::move(entries), truncated);
 }
 
 Result<Attr> ClientImpl::getattr(Ino ino, const Caller& c) {
@@ -183,6 +227,7 @@ Result<Attr> ClientImpl::setattr(Ino ino, const SetAttr& sa, const Caller& c) {
   mds::EntryReply resp;
   Status called = mds_->call<mds::MdsSetAttr>(req, &resp);
   if (report) sizes_->settle_locked(*st, *report, called.ok(), resp.attr().size());
+  ahead_.inode_changed(ino);  // done or not known: a fetch from before is stale
   SURGE_RETURN_IF_ERROR(called);
   dir_attrs_.note(attr_from_proto(resp.attr()));  // a directory's chmod, chown, utimens
   if (st) st->mode.store(resp.attr().mode(), std::memory_order_relaxed);
@@ -215,7 +260,8 @@ Result<Attr> ClientImpl::mkdir(Ino parent, std::string_view name, uint32_t mode,
   mds::EntryReply resp;
   const uint64_t gen = leases_.generation();
   const auto sent = DirLeases::Clock::now();
-  SURGE_RETURN_IF_ERROR(add_name<mds::MdsMkdir>(*mds_, leases_, req, &resp, parent, name, sid));
+  SURGE_RETURN_IF_ERROR(
+      add_name<mds::MdsMkdir>(*mds_, leases_, ahead_, req, &resp, parent, name, sid));
   note_parent(resp);
   Attr a = attr_from_proto(resp.attr());
   dir_attrs_.note(a);  // what a lookup answered by the lease checks permission on
@@ -234,7 +280,7 @@ Result<Attr> ClientImpl::mknod(Ino parent, std::string_view name, uint32_t mode,
   req.set_rdev(rdev);
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(
-      add_name<mds::MdsMknod>(*mds_, leases_, req, &resp, parent, name, session_->id()));
+      add_name<mds::MdsMknod>(*mds_, leases_, ahead_, req, &resp, parent, name, session_->id()));
   note_parent(resp);
   return attr_from_proto(resp.attr());
 }
@@ -249,7 +295,7 @@ Result<Attr> ClientImpl::symlink(Ino parent, std::string_view name, std::string_
   req.set_target(std::string(target));
   mds::EntryReply resp;
   SURGE_RETURN_IF_ERROR(
-      add_name<mds::MdsSymlink>(*mds_, leases_, req, &resp, parent, name, session_->id()));
+      add_name<mds::MdsSymlink>(*mds_, leases_, ahead_, req, &resp, parent, name, session_->id()));
   note_parent(resp);
   return attr_from_proto(resp.attr());
 }
@@ -271,8 +317,9 @@ Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name
   req.set_new_name(std::string(new_name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(
-      add_name<mds::MdsLink>(*mds_, leases_, req, &resp, new_parent, new_name, session_->id()));
+  SURGE_RETURN_IF_ERROR(add_name<mds::MdsLink>(*mds_, leases_, ahead_, req, &resp, new_parent,
+                                               new_name, session_->id()));
+  ahead_.inode_changed(ino);  // one more link
   note_parent(resp);
   return inodes_.merge_local(attr_from_proto(resp.attr()));
 }
@@ -284,7 +331,9 @@ Status ClientImpl::unlink(Ino parent, std::string_view name, const Caller& c) {
   req.set_name(std::string(name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::UnlinkReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsUnlink>(req, &resp));
+  Status st = mds_->call<mds::MdsUnlink>(req, &resp);
+  ahead_.name_changed(parent, name);  // gone, or not known
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
   leases_.removed(parent, name);
   return Status::OK();
@@ -297,7 +346,9 @@ Status ClientImpl::rmdir(Ino parent, std::string_view name, const Caller& c) {
   req.set_name(std::string(name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not ENOENT
   mds::UnlinkReply resp;
-  SURGE_RETURN_IF_ERROR(mds_->call<mds::MdsRmdir>(req, &resp));
+  Status st = mds_->call<mds::MdsRmdir>(req, &resp);
+  ahead_.name_changed(parent, name);  // gone, or not known
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
   leases_.removed(parent, name);
   if (resp.ino() != 0) dir_attrs_.drop(resp.ino());  // gone: its next getattr says so
@@ -321,6 +372,8 @@ Status ClientImpl::rename(Ino parent, std::string_view name, Ino new_parent,
   dir_attrs_.drop(parent);
   dir_attrs_.drop(new_parent);
   Status st = mds_->call<mds::MdsRename>(req, &resp);
+  ahead_.name_changed(parent, name);  // moved, or not known
+  ahead_.name_changed(new_parent, new_name);
   if (!st.ok()) {
     leases_.drop(new_parent);  // the new name may be there or not
     return st;
@@ -381,7 +434,9 @@ Status ClientImpl::setxattr(Ino ino, std::string_view name, std::string_view val
   req.set_flags(flags);
   mds::SetXattrReply resp;
   dir_attrs_.drop(ino);  // its ctime moves
-  return mds_->call<mds::MdsSetXattr>(req, &resp);
+  Status st = mds_->call<mds::MdsSetXattr>(req, &resp);
+  ahead_.inode_changed(ino);
+  return st;
 }
 
 Result<std::vector<std::string>> ClientImpl::listxattr(Ino ino, const Caller& c) {
@@ -402,7 +457,9 @@ Status ClientImpl::removexattr(Ino ino, std::string_view name, const Caller& c) 
   req.set_name(std::string(name));
   mds::RemoveXattrReply resp;
   dir_attrs_.drop(ino);  // its ctime moves
-  return mds_->call<mds::MdsRemoveXattr>(req, &resp);
+  Status st = mds_->call<mds::MdsRemoveXattr>(req, &resp);
+  ahead_.inode_changed(ino);
+  return st;
 }
 
 Result<FsStat> ClientImpl::statfs() {

@@ -93,6 +93,11 @@ struct ClientOptions {
   // run out, at most about a quarter of a second (docs/metadata-path.md,
   // "Directory leases"). false: no leases asked for.
   bool dir_leases = true;
+  // Lookups that come in a run in one directory fetch its entries in bulk
+  // (readdirplus) for lookup_ahead to answer the rest of the run with, each
+  // for at most a second (docs/metadata-path.md, "Stat-ahead"). false:
+  // lookup_ahead is lookup.
+  bool stat_ahead = true;
 };
 
 // Who is asking: the MDS checks permissions against these.
@@ -340,6 +345,18 @@ class Client {
   virtual std::optional<Attr> recent_dir_attr(Ino dir, std::chrono::nanoseconds max_age,
                                               std::chrono::nanoseconds* age) {
     return std::nullopt;
+  }
+  // lookup, or the entry from a bulk fetch of parent's entries (stat-ahead,
+  // ClientOptions::stat_ahead) when one began less than max_age ago; *age
+  // says how long ago (zero: the MDS answered now). The caller has checked
+  // search permission on parent itself (surge-fuse: the kernel's
+  // default_permissions), and gives the entry on with its timeouts cut by
+  // *age, so it is no staler than the kernel's own cache of it would be.
+  virtual Result<Attr> lookup_ahead(Ino parent, std::string_view name, const Caller& c,
+                                    std::chrono::nanoseconds max_age,
+                                    std::chrono::nanoseconds* age) {
+    if (age != nullptr) *age = std::chrono::nanoseconds(0);
+    return lookup(parent, name, c);
   }
 
   // ---- path level (absolute paths from the file system root) --------------
