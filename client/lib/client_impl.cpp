@@ -216,6 +216,7 @@ Result<FileRef> ClientImpl::create(Ino parent, std::string_view name, uint32_t m
       break;
     }
     leases_.drop(parent);  // created or not: not known
+    ahead_.name_changed(parent, name);
     // An unknown session fails a create before anything is created.
     if (attempt > 0 || !session_->renew_after(st, sid)) return st;
   }

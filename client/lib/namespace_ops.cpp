@@ -317,9 +317,10 @@ Result<Attr> ClientImpl::link(Ino ino, Ino new_parent, std::string_view new_name
   req.set_new_name(std::string(new_name));
   req.set_op_id(next_op_id());  // a resend after a lost reply is not EEXIST
   mds::EntryReply resp;
-  SURGE_RETURN_IF_ERROR(add_name<mds::MdsLink>(*mds_, leases_, ahead_, req, &resp, new_parent,
-                                               new_name, session_->id()));
-  ahead_.inode_changed(ino);  // one more link
+  Status st = add_name<mds::MdsLink>(*mds_, leases_, ahead_, req, &resp, new_parent, new_name,
+                                     session_->id());
+  ahead_.inode_changed(ino);  // one more link, or not known
+  SURGE_RETURN_IF_ERROR(st);
   note_parent(resp);
   return inodes_.merge_local(attr_from_proto(resp.attr()));
 }
