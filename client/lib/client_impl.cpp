@@ -156,6 +156,7 @@ void ClientImpl::background_loop() {
     if (stopping_) break;
     lk.unlock();
     sizes_->report_dirty();  // files being written, so other clients see them grow
+    ahead_.expire();
     if (std::chrono::steady_clock::now() >= next_heartbeat) {
       next_heartbeat = std::chrono::steady_clock::now() + session_->heartbeat_interval();
       session_->heartbeat();

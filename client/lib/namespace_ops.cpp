@@ -131,7 +131,6 @@ Result<Attr> ClientImpl::lookup_ahead(Ino parent, std::string_view name, const C
 void ClientImpl::fetch_ahead(const StatAhead::Fetch& f, const Caller& c) {
   std::vector<DirEntry> entries;
   uint64_t cookie = 0;
-  bool truncated = false;
   for (;;) {
     auto page = readdir(f.dir, cookie, StatAhead::kPage, c);
     if (!page.ok()) {
@@ -140,13 +139,9 @@ void ClientImpl::fetch_ahead(const StatAhead::Fetch& f, const Caller& c) {
     }
     if (!page->entries.empty()) cookie = page->entries.back().cookie;
     for (DirEntry& e : page->entries) entries.push_back(std::move(e));
-    if (page->eof || page->entries.empty()) break;
-    if (entries.size() >= StatAhead::kMaxEntries) {
-      truncated = true;
-      break;
-    }
+    if (page->eof || page->entries.empty() || entries.size() >= StatAhead::kMaxEntries) break;
   }
-  ahead_.install(f, std::move(entries), truncated);
+  ahead_.install(f, std::move(entries));
 }
 
 Result<Attr> ClientImpl::getattr(Ino ino, const Caller& c) {

@@ -22,6 +22,7 @@ std::optional<Attr> StatAhead::find(Ino dir, std::string_view name, Clock::durat
     it->second.entries.erase(e);
     return std::nullopt;
   }
+  if (auto r = runs_.find(dir); r != runs_.end()) ++r->second.hits;
   if (age != nullptr) *age = a;
   return e->second;
 }
@@ -37,20 +38,24 @@ std::optional<StatAhead::Fetch> StatAhead::note_lookup(Ino dir) {
   auto f = fetched_.find(dir);
   if (f != fetched_.end() && now - f->second.began < kMaxAge / 2) return std::nullopt;
   r.lookups = 0;
+  if (r.last_fetch_entries > 0 && r.hits * kMinUse < r.last_fetch_entries) {
+    r.last_fetch_entries = 0;  // tried again after the backoff
+    r.no_fetch_until = now + kBackoff;
+    return std::nullopt;
+  }
   r.fetching = true;
   r.fetch_began = now;
   r.changed_while_fetching.clear();
   return Fetch{dir, now};
 }
 
-void StatAhead::install(const Fetch& f, std::vector<DirEntry> entries, bool truncated) {
+void StatAhead::install(const Fetch& f, std::vector<DirEntry> entries) {
   std::lock_guard lk(mu_);
   const auto now = Clock::now();
   auto r = runs_.find(f.dir);
   if (r == runs_.end() || !r->second.fetching || r->second.fetch_began != f.began) return;
   Run& run = r->second;
   run.fetching = false;
-  if (truncated) run.no_fetch_until = now + kBackoff;
   std::vector<std::string> changed = std::move(run.changed_while_fetching);
   run.changed_while_fetching.clear();
   if (now - f.began >= kMaxAge) return;  // stale before it could serve
@@ -63,6 +68,8 @@ void StatAhead::install(const Fetch& f, std::vector<DirEntry> entries, bool trun
     fe.entries.emplace(std::move(e.name), e.attr);
   }
   for (const std::string& n : changed) fe.entries.erase(n);
+  run.last_fetch_entries = fe.entries.size();
+  run.hits = 0;
   fetched_[f.dir] = std::move(fe);
   while (fetched_.size() > kMaxDirs) {
     auto oldest = fetched_.begin();
@@ -101,6 +108,14 @@ void StatAhead::name_changed(Ino dir, std::string_view name) {
 void StatAhead::inode_changed(Ino ino) {
   std::lock_guard lk(mu_);
   changed_locked(ino, Clock::now());
+}
+
+void StatAhead::expire() {
+  std::lock_guard lk(mu_);
+  const auto now = Clock::now();
+  for (auto it = fetched_.begin(); it != fetched_.end();) {
+    it = now - it->second.began >= kMaxAge ? fetched_.erase(it) : std::next(it);
+  }
 }
 
 size_t StatAhead::dirs() const {

@@ -16,10 +16,14 @@
 // after writes) is not answered from a fetch that began before the change.
 //
 // A run: kRun lookups in one directory that the MDS answered, none more
-// than kRunGap apart. A fetch takes at most kMaxEntries names; a directory
-// with more, or one the fetch fails on (no read permission), is not
-// fetched again for kBackoff. At most kMaxDirs directories are kept, the
-// oldest fetch dropped first.
+// than kRunGap apart. A fetch takes at most kMaxEntries names. One is
+// repeated (the run going on past kMaxAge / 2) only when the last one
+// answered at least one lookup for every kMinUse names it read: a run of
+// lookups of names a fetch cannot serve (in a directory larger than
+// kMaxEntries, or of names made after it) does not read the directory
+// again for kBackoff, nor does one whose fetch failed (no read
+// permission). At most kMaxDirs directories are kept, the oldest fetch
+// dropped first; expire() drops those past kMaxAge.
 #pragma once
 
 #include <chrono>
@@ -42,7 +46,8 @@ class StatAhead {
   static constexpr Clock::duration kRunGap = std::chrono::seconds(1);
   static constexpr Clock::duration kMaxAge = std::chrono::seconds(1);
   static constexpr Clock::duration kBackoff = std::chrono::seconds(30);
-  static constexpr size_t kMaxEntries = 32768;
+  static constexpr size_t kMaxEntries = 131072;
+  static constexpr uint64_t kMinUse = 8;
   static constexpr size_t kMaxDirs = 4;
   static constexpr size_t kPage = 1024;  // entries per readdir call of a fetch
 
@@ -61,9 +66,12 @@ class StatAhead {
   // The MDS answered a lookup in dir with a name: a fetch to make when that
   // completes a run and dir has no fetch on its way or fresh enough.
   std::optional<Fetch> note_lookup(Ino dir);
-  // The entries a fetch read (truncated: it stopped at kMaxEntries).
-  void install(const Fetch& f, std::vector<DirEntry> entries, bool truncated);
+  // The entries a fetch read (at most kMaxEntries).
+  void install(const Fetch& f, std::vector<DirEntry> entries);
   void abandon(const Fetch& f);
+  // Drops the fetches older than kMaxAge (their memory; the client's
+  // background thread calls it).
+  void expire();
 
   // This client added, removed or replaced `name` in dir (the reply came).
   void name_changed(Ino dir, std::string_view name);
@@ -80,6 +88,8 @@ class StatAhead {
     Clock::time_point fetch_began;
     std::vector<std::string> changed_while_fetching;
     Clock::time_point no_fetch_until;
+    size_t last_fetch_entries = 0;  // what the last fetch read,
+    uint64_t hits = 0;              // and how many lookups it answered
   };
   struct Fetched {
     Clock::time_point began;

@@ -39,7 +39,7 @@ int lookups_until_fetch(StatAhead& s, Ino dir, StatAhead::Fetch* f) {
 StatAhead::Fetch fetched(StatAhead& s, std::vector<DirEntry> entries) {
   StatAhead::Fetch f;
   EXPECT_EQ(lookups_until_fetch(s, kDir, &f), StatAhead::kRun);
-  s.install(f, std::move(entries), false);
+  s.install(f, std::move(entries));
   return f;
 }
 
@@ -104,7 +104,7 @@ TEST(StatAhead, ANameChangedWhileTheFetchWasOnItsWayIsLeftOut) {
   StatAhead::Fetch f;
   ASSERT_EQ(lookups_until_fetch(s, kDir, &f), StatAhead::kRun);
   s.name_changed(kDir, "a");  // the page may have been read before the unlink landed
-  s.install(f, {entry("a", 1), entry("b", 2)}, false);
+  s.install(f, {entry("a", 1), entry("b", 2)});
   EXPECT_FALSE(s.find(kDir, "a", kAge, nullptr));
   EXPECT_TRUE(s.find(kDir, "b", kAge, nullptr));
 }
@@ -143,13 +143,36 @@ TEST(StatAhead, AFailedFetchIsNotRetriedAtOnce) {
   EXPECT_EQ(lookups_until_fetch(s, kDir, &f), -1) << "backs off (kBackoff)";
 }
 
-TEST(StatAhead, ATruncatedFetchServesWhatItHasAndIsNotRepeated) {
+TEST(StatAhead, AFetchThatAnsweredLittleIsNotRepeated) {
   StatAhead s;
+  std::vector<DirEntry> many;
+  for (Ino i = 1; i <= 100; ++i) many.push_back(entry("n" + std::to_string(i), i));
+  fetched(s, std::move(many));
+  ASSERT_TRUE(s.find(kDir, "n1", kAge, nullptr));  // 1 of 100: below 1 in kMinUse
+  std::this_thread::sleep_for(StatAhead::kMaxAge / 2 + 20ms);
   StatAhead::Fetch f;
-  ASSERT_EQ(lookups_until_fetch(s, kDir, &f), StatAhead::kRun);
-  s.install(f, {entry("a", 1)}, /*truncated=*/true);
-  EXPECT_TRUE(s.find(kDir, "a", kAge, nullptr));
-  EXPECT_EQ(lookups_until_fetch(s, kDir, &f), -1);
+  EXPECT_EQ(lookups_until_fetch(s, kDir, &f), -1) << "backs off (kBackoff)";
+}
+
+TEST(StatAhead, AFetchThatAnsweredWellIsRepeatedOnceHalfItsAgeHasPassed) {
+  StatAhead s;
+  std::vector<DirEntry> few;
+  for (Ino i = 1; i <= 16; ++i) few.push_back(entry("n" + std::to_string(i), i));
+  fetched(s, std::move(few));
+  for (int i = 1; i <= 2; ++i) ASSERT_TRUE(s.find(kDir, "n" + std::to_string(i), kAge, nullptr));
+  std::this_thread::sleep_for(StatAhead::kMaxAge / 2 + 20ms);
+  StatAhead::Fetch f;
+  EXPECT_EQ(lookups_until_fetch(s, kDir, &f), StatAhead::kRun);
+}
+
+TEST(StatAhead, ExpireDropsFetchesPastKMaxAge) {
+  StatAhead s;
+  fetched(s, {entry("a", 1)});
+  s.expire();
+  EXPECT_EQ(s.dirs(), 1u);
+  std::this_thread::sleep_for(StatAhead::kMaxAge + 20ms);
+  s.expire();
+  EXPECT_EQ(s.dirs(), 0u);
 }
 
 TEST(StatAhead, AFreshFetchIsNotRepeated) {
@@ -164,7 +187,7 @@ TEST(StatAhead, AtMostKMaxDirsAreKept) {
   for (Ino d = 1; d <= StatAhead::kMaxDirs + 2; ++d) {
     StatAhead::Fetch f;
     ASSERT_EQ(lookups_until_fetch(s, d, &f), StatAhead::kRun);
-    s.install(f, {entry("a", 1000 + d)}, false);
+    s.install(f, {entry("a", 1000 + d)});
     std::this_thread::sleep_for(1ms);
   }
   EXPECT_EQ(s.dirs(), StatAhead::kMaxDirs);
