@@ -73,9 +73,10 @@ class StatAhead {
   // background thread calls it).
   void expire();
 
-  // This client added, removed or replaced `name` in dir (the reply came).
+  // This client added, removed or replaced `name` in dir: called when the
+  // reply came, and when the call failed with the outcome unknown.
   void name_changed(Ino dir, std::string_view name);
-  // This client changed the inode's attributes (the reply came).
+  // This client changed the inode's attributes (likewise).
   void inode_changed(Ino ino);
 
   size_t dirs() const;
