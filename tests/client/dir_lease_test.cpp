@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <regex>
 #include <string>
 
 #include "tests/client/local_cluster.h"
@@ -35,13 +34,10 @@ class DirLeases : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     dir_ = d->ino;
   }
-  // surge_mds_requests_total{method="lookup"}, now.
   long mds_lookups() {
-    const std::string page = scrape_metrics(cluster_->mds_metrics_port());
-    std::smatch m;
-    static const std::regex re(R"re(surge_mds_requests_total\{method="lookup"\} (\d+))re");
-    EXPECT_TRUE(std::regex_search(page, m, re)) << "no lookup counter: " << page;
-    return m.empty() ? -1 : std::stol(m[1].str());
+    const long n = mds_requests(*cluster_, "lookup");
+    EXPECT_GE(n, 0) << "the MDS serves no /metrics page";
+    return n;
   }
   static void create(Client& c, Ino dir, const std::string& name) {
     auto f = c.create(dir, name, 0644, O_CREAT | O_EXCL | O_WRONLY, Caller{}, nullptr);

@@ -49,6 +49,16 @@ inline double series_value(const std::string& page, const std::string& series) {
   return std::strtod(page.c_str() + at + 1 + series.size() + 1, nullptr);
 }
 
+// surge_mds_requests_total{method="<method>"} on the cluster's MDS page
+// (ClusterConfig::metrics), now: 0 before the first such request, -1 when
+// the MDS serves no page (so a test's count is wrong and it fails).
+inline long mds_requests(const LocalCluster& c, const std::string& method) {
+  const std::string page = scrape_metrics(c.mds_metrics_port());
+  if (page.find("HTTP/1.1 200") == std::string::npos) return -1;
+  return static_cast<long>(
+      series_value(page, "surge_mds_requests_total{method=\"" + method + "\"}"));
+}
+
 // "tcp" or "rdma": what the cluster's daemons listen on.
 inline std::string cluster_transport(const LocalCluster& c) {
   return c.mds_address().rfind("rdma://", 0) == 0 ? "rdma" : "tcp";

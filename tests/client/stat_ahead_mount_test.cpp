@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <string>
 
 #include "tests/client/local_cluster.h"
@@ -48,11 +47,9 @@ class StatAheadMount : public ::testing::Test {
   }
   static std::string name(int i) { return "f" + std::to_string(i); }
   long mds_lookups() {
-    const std::string page = scrape_metrics(cluster_->mds_metrics_port());
-    std::smatch m;
-    static const std::regex re(R"re(surge_mds_requests_total\{method="lookup"\} (\d+))re");
-    EXPECT_TRUE(std::regex_search(page, m, re)) << "no lookup counter: " << page;
-    return m.empty() ? -1 : std::stol(m[1].str());
+    const long n = mds_requests(*cluster_, "lookup");
+    EXPECT_GE(n, 0) << "the MDS serves no /metrics page";
+    return n;
   }
   // stat of every file through mount a, checking its size.
   void stat_all() {

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,13 +46,10 @@ class StatAheadTest : public ::testing::Test {
     }
   }
   static std::string name(int i) { return "f" + std::to_string(i); }
-  long mds_requests(const char* method) {
-    const std::string page = scrape_metrics(cluster_->mds_metrics_port());
-    std::smatch m;
-    const std::regex re(std::string(R"re(surge_mds_requests_total\{method=")re") + method +
-                        R"re("\} (\d+))re");
-    if (!std::regex_search(page, m, re)) return 0;  // not called yet
-    return std::stol(m[1].str());
+  long requests(const char* method) {
+    const long n = mds_requests(*cluster_, method);
+    EXPECT_GE(n, 0) << "the MDS serves no /metrics page";
+    return n;
   }
   Result<Attr> lookup(int i, std::chrono::nanoseconds* age = nullptr) {
     std::chrono::nanoseconds a{};
@@ -77,11 +73,11 @@ class StatAheadTest : public ::testing::Test {
 };
 
 TEST_F(StatAheadTest, ARunOfLookupsCostsAFewPagesNotALookupEach) {
-  const long lookups = mds_requests("lookup");
-  const long readdirs = mds_requests("readdir");
+  const long lookups = requests("lookup");
+  const long readdirs = requests("readdir");
   run_of_lookups(kFiles);
-  EXPECT_LE(mds_requests("lookup") - lookups, 2 * 8) << "about StatAhead::kRun, not " << kFiles;
-  EXPECT_GE(mds_requests("readdir") - readdirs, 1);
+  EXPECT_LE(requests("lookup") - lookups, 2 * 8) << "about StatAhead::kRun, not " << kFiles;
+  EXPECT_GE(requests("readdir") - readdirs, 1);
 }
 
 TEST_F(StatAheadTest, AnEntryFromAFetchSaysHowOldItIs) {
@@ -154,14 +150,14 @@ TEST_F(StatAheadTest, OffEveryLookupAsksTheMds) {
   o.stat_ahead = false;
   auto c = Client::Connect(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const long lookups = mds_requests("lookup");
+  const long lookups = requests("lookup");
   for (int i = 0; i < 50; ++i) {
     std::chrono::nanoseconds age{1};
     auto a = (*c)->lookup_ahead(dir_, name(i), root_, kMaxAge, &age);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     EXPECT_EQ(age.count(), 0);
   }
-  EXPECT_EQ(mds_requests("lookup") - lookups, 50);
+  EXPECT_EQ(requests("lookup") - lookups, 50);
 }
 
 }  // namespace
