@@ -44,6 +44,7 @@ std::optional<StatAhead::Fetch> StatAhead::note_lookup(Ino dir) {
     return std::nullopt;
   }
   r.fetching = true;
+  ++in_flight_;
   r.fetch_began = now;
   r.changed_while_fetching.clear();
   return Fetch{dir, now};
@@ -56,6 +57,7 @@ void StatAhead::install(const Fetch& f, std::vector<DirEntry> entries) {
   if (r == runs_.end() || !r->second.fetching || r->second.fetch_began != f.began) return;
   Run& run = r->second;
   run.fetching = false;
+  --in_flight_;
   std::vector<std::string> changed = std::move(run.changed_while_fetching);
   run.changed_while_fetching.clear();
   if (now - f.began >= kMaxAge) return;  // stale before it could serve
@@ -85,6 +87,7 @@ void StatAhead::abandon(const Fetch& f) {
   auto r = runs_.find(f.dir);
   if (r == runs_.end() || !r->second.fetching || r->second.fetch_began != f.began) return;
   r->second.fetching = false;
+  --in_flight_;
   r->second.changed_while_fetching.clear();
   r->second.no_fetch_until = Clock::now() + kBackoff;
 }
@@ -116,6 +119,7 @@ void StatAhead::expire() {
   for (auto it = fetched_.begin(); it != fetched_.end();) {
     it = now - it->second.began >= kMaxAge ? fetched_.erase(it) : std::next(it);
   }
+  if (fetched_.empty() && in_flight_ == 0) changed_.clear();  // nothing left to refuse
 }
 
 size_t StatAhead::dirs() const {
@@ -123,7 +127,11 @@ size_t StatAhead::dirs() const {
   return fetched_.size();
 }
 
+// With no fetch kept or on its way, a change needs no record: every later
+// fetch begins after it and reads what it left. So creates, closes and
+// chmods cost a lock and a test unless lookups are being answered here.
 void StatAhead::changed_locked(Ino ino, Clock::time_point now) {
+  if (fetched_.empty() && in_flight_ == 0) return;
   if (changed_.size() >= prune_at_) prune_locked(now);
   changed_[ino] = now;
 }

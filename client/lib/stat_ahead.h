@@ -103,6 +103,7 @@ class StatAhead {
   std::unordered_map<Ino, Run> runs_;
   std::unordered_map<Ino, Fetched> fetched_;
   std::unordered_map<Ino, Clock::time_point> changed_;  // inode -> our last change
+  size_t in_flight_ = 0;                                // fetches begun, not installed
   static constexpr size_t kPruneAt = 4096;              // runs or changed inodes before a prune
   size_t prune_at_ = kPruneAt;
 };
