@@ -190,8 +190,9 @@ class Namespace {
                           const std::string& symlink, uint64_t op_id, uint64_t session_id,
                           KvBatch& b, records::InodeRecord* child);
   // An addition to `dir` met another session's lease (dir_lease.h): stores
-  // the record when it changed (a new recall), then waits the lease out with no stripe
-  // held. OK: the caller tries the operation again.
+  // the record when it changed (a new recall, or a lease cut after a clock
+  // step back), then waits the lease out with no stripe held. OK: the
+  // caller tries the operation again.
   Status wait_out_lease(records::InodeRecord& dir, const dir_lease::AddVerdict& v, KvBatch& b,
                         LockTable::Guard& g);
   // create/mknod/mkdir/symlink without an existing-name special case.
