@@ -95,6 +95,23 @@ Status RsCodec::UpdateParity(uint32_t index, const uint8_t* delta,
   return Status::OK();
 }
 
+Status RsCodec::UpdateOneParity(uint32_t index, uint32_t j, const uint8_t* delta, uint8_t* parity,
+                                size_t len) const {
+  if (index >= k_ || j >= m_) {
+    return Status::InvalidArgument("ec " + name() + " parity update: data chunk " +
+                                   std::to_string(index) + " into parity " + std::to_string(j));
+  }
+  SURGE_RETURN_IF_ERROR(CheckLength(len, "parity update"));
+  if (len == 0) return Status::OK();
+  // ec_init_tables lays the tables out row by row, 32 bytes per
+  // coefficient: row j's are its own K x 32 bytes.
+  unsigned char* out[1] = {parity};
+  ec_encode_data_update(static_cast<int>(len), static_cast<int>(k_), 1, static_cast<int>(index),
+                        const_cast<unsigned char*>(parity_tbls_.data()) + size_t{32} * k_ * j,
+                        const_cast<unsigned char*>(delta), out);
+  return Status::OK();
+}
+
 Status RsCodec::Reconstruct(std::span<uint8_t* const> chunks, ChunkSet present, ChunkSet want,
                             size_t len) const {
   const uint32_t n = k_ + m_;

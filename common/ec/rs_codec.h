@@ -51,6 +51,10 @@ class RsCodec {
   // Encode of the new data would give. Costs one data range, not K.
   Status UpdateParity(uint32_t index, const uint8_t* delta, std::span<uint8_t* const> parity,
                       size_t len) const;
+  // The same for one parity chunk (row j of the M): what a parity server
+  // applies when it holds only its own chunk. parity: that chunk's range.
+  Status UpdateOneParity(uint32_t index, uint32_t j, const uint8_t* delta, uint8_t* parity,
+                         size_t len) const;
 
   // chunks: K + M pointers. Chunks in `present` are read, chunks in `want`
   // are written (rebuilt); the others are not touched and may be null.

@@ -74,8 +74,7 @@ Result<std::shared_ptr<net::RpcChannel>> ChainForwarder::channel(const std::stri
 
 Status ChainForwarder::unreachable(uint32_t to, uint32_t chain_id, uint64_t chain_version,
                                    const Status& seen) {
-  SLOG_WARN("chain {}: successor target {} unreachable: {}; reporting it", chain_id, to,
-            seen.ToString());
+  SLOG_WARN("chain {}: target {} unreachable: {}; reporting it", chain_id, to, seen.ToString());
   Status rep = view_.report_failure(to, chain_id, chain_version, seen);
   auto now = view_.place(chain_id);
   if (now.ok() && now->version != chain_version) {
@@ -100,20 +99,26 @@ Status ChainForwarder::unreachable(uint32_t to, uint32_t chain_id, uint64_t chai
 Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlace& place,
                                                                  const ChunkKey& key,
                                                                  const ChunkUpdate& u) {
-  if (place.successor_address.empty()) {
-    return unreachable(place.successor, place.chain_id, place.version,
-                       Status::Unavailable("no address for target " +
-                                           std::to_string(place.successor) + " in the map"));
+  return send_to(place, place.successor, place.successor_address, place.position + 1, key, u);
+}
+
+Result<ChainForwarder::SentForward> ChainForwarder::send_to(const ChainPlace& place, uint32_t to,
+                                                            const std::string& address,
+                                                            uint32_t hop, const ChunkKey& key,
+                                                            const ChunkUpdate& u) {
+  if (address.empty()) {
+    return unreachable(
+        to, place.chain_id, place.version,
+        Status::Unavailable("no address for target " + std::to_string(to) + " in the map"));
   }
-  const uint32_t hop = place.position + 1;
   const size_t lane_channel = options_.lanes.channel_of_lane(options_.lanes.of_hop(hop));
-  auto ch = channels_[lane_channel]->get(place.successor_address);
+  auto ch = channels_[lane_channel]->get(address);
   if (!ch.ok()) {
-    return unreachable(place.successor, place.chain_id, place.version,
-                       ch.status().WithContext("connecting to " + place.successor_address));
+    return unreachable(to, place.chain_id, place.version,
+                       ch.status().WithContext("connecting to " + address));
   }
   pb::ChainForwardRequest req;
-  set_ref(req.mutable_ref(), place.successor, place.chain_id, place.version, key);
+  set_ref(req.mutable_ref(), to, place.chain_id, place.version, key);
   req.mutable_ref()->set_truncate_seq(u.truncate_seq);
   req.set_hop(hop);
   req.set_update_version(u.version);
@@ -121,7 +126,7 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlac
   req.set_sync(u.sync);
   net::BulkRegion region;
   std::span<const net::BulkRegion> bulk;
-  if (u.kind == pb::UPDATE_WRITE && !u.data.empty()) {
+  if ((u.kind == pb::UPDATE_WRITE || u.kind == pb::UPDATE_EC_DELTA) && !u.data.empty()) {
     req.set_offset(u.offset);
     req.set_length(u.data.size());
     req.set_piece_bytes(u.piece_bytes);
@@ -129,6 +134,7 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlac
     region = {const_cast<std::byte*>(u.data.data()), u.data.size(), net::BulkAccess::kServerPull};
     bulk = {&region, 1};
   }
+  if (u.kind == pb::UPDATE_EC_DELTA) req.set_source_position(u.source_position);
   if (u.kind == pb::UPDATE_TRUNCATE) req.set_size(u.size);
   if (u.kind == pb::UPDATE_FALLOCATE) {
     req.set_offset(u.offset);
@@ -140,7 +146,10 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlac
   sent.call = net::call_async<pb::OdsChainForward>(**ch, req, bulk);
   sent.channel = std::move(*ch);
   sent.lane_channel = lane_channel;
-  sent.place = place;
+  sent.chain_id = place.chain_id;
+  sent.chain_version = place.version;
+  sent.to = to;
+  sent.address = address;
   sent.key = key;
   return sent;
 }
@@ -148,17 +157,15 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_forward(const ChainPlac
 Status ChainForwarder::finish_forward(SentForward& sent) {
   pb::ChainForwardReply resp;
   Status st = net::finish_call<pb::OdsChainForward>(sent.call, &resp);
-  const ChainPlace& place = sent.place;
   if (peer_unreachable(st)) {
-    if (!sent.channel->connected()) channels_[sent.lane_channel]->drop(place.successor_address);
-    return unreachable(
-        place.successor, place.chain_id, place.version,
-        st.WithContext("forwarding " + where(place.successor, place.chain_id, sent.key)));
+    if (!sent.channel->connected()) channels_[sent.lane_channel]->drop(sent.address);
+    return unreachable(sent.to, sent.chain_id, sent.chain_version,
+                       st.WithContext("forwarding " + where(sent.to, sent.chain_id, sent.key)));
   }
   if (st.code() == Code::kStaleChain) {
     (void)view_.refresh();
-    return Status::StaleChain("forwarding " + where(place.successor, place.chain_id, sent.key) +
-                              ": " + st.message());
+    return Status::StaleChain("forwarding " + where(sent.to, sent.chain_id, sent.key) + ": " +
+                              st.message());
   }
   return st;
 }

@@ -44,6 +44,7 @@ struct ChunkUpdate {
   bool keep_size = false;           // FALLOCATE
   bool sync = false;
   uint64_t truncate_seq = 0;  // the sender's truncate generation after it
+  uint32_t source_position = 0;  // EC_DELTA: the data position it is from
 };
 
 struct ChainForwarderOptions {
@@ -76,11 +77,19 @@ class ChainForwarder {
     net::PendingCall call;
     std::shared_ptr<net::RpcChannel> channel;
     size_t lane_channel = 0;
-    ChainPlace place;
-    ChunkKey key;
+    uint32_t chain_id = 0;
+    uint64_t chain_version = 0;
+    uint32_t to = 0;  // the receiver's target id and address
+    std::string address;
+    ChunkKey key;  // as the receiver names it
   };
   Result<SentForward> send_forward(const ChainPlace& place, const ChunkKey& key,
                                    const ChunkUpdate& u);
+  // send_forward to any member of place's chain: `to` at `address`, as
+  // hop `hop` (its lane), for its chunk `key` (an EC position's delta goes
+  // to each parity position, whose keys differ from the sender's).
+  Result<SentForward> send_to(const ChainPlace& place, uint32_t to, const std::string& address,
+                              uint32_t hop, const ChunkKey& key, const ChunkUpdate& u);
   Status finish_forward(SentForward& sent);
 
   // Brings key to `to` (at address) whole, as stored here under rec, in

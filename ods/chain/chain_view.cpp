@@ -191,6 +191,20 @@ Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const
     if (a != addresses_.end()) p.successor_address = a->second;
     break;
   }
+  if (c.scheme() == mds::SCHEME_EC) {
+    p.ec = true;
+    p.ec_data = c.ec_data();
+    p.ec_parity = c.ec_parity();
+    p.ec_position = static_cast<uint32_t>(mine);
+    for (const auto& m : c.members()) {
+      ChainPlace::EcMember e;
+      e.target_id = m.target_id();
+      e.state = m.state();
+      auto a = addresses_.find(m.target_id());
+      if (a != addresses_.end()) e.address = a->second;
+      p.ec_members.push_back(std::move(e));
+    }
+  }
   return p;
 }
 

@@ -47,6 +47,18 @@ struct ChainPlace {
   uint32_t successor = 0;     // next member of the write chain (0: we are the tail)
   std::string successor_address;
   bool successor_syncing = false;  // it is SYNCING: we are its resync source
+  // EC chains: member i holds position i of every group (K data, then M
+  // parity), so the chain order above means nothing for them.
+  struct EcMember {
+    uint32_t target_id = 0;
+    std::string address;
+    proto::mds::ChainMemberState state = proto::mds::MEMBER_UNKNOWN;
+  };
+  bool ec = false;
+  uint32_t ec_data = 0;              // K
+  uint32_t ec_parity = 0;            // M
+  uint32_t ec_position = 0;          // the position we hold
+  std::vector<EcMember> ec_members;  // by position
 };
 
 struct ChainViewOptions {

@@ -30,43 +30,6 @@ std::string name_of(const pb::ChunkRef& ref) {
   return key_of(ref).describe() + " of chain " + std::to_string(ref.chain_id());
 }
 
-// Checks a payload's piece structure: piece_bytes valid and one CRC per
-// piece, or no pieces and one CRC (fits the buffer).
-Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs, size_t cap,
-                    const std::string& what) {
-  if (piece_bytes == 0) {
-    if (len > cap) {
-      return Status::InvalidArgument(what + ": " + std::to_string(len) +
-                                     " bytes under one CRC; chained updates over " +
-                                     std::to_string(cap) + " bytes send piece CRCs");
-    }
-    return Status::OK();
-  }
-  if (!pb::valid_piece_bytes(piece_bytes) || piece_bytes > cap) {
-    return Status::InvalidArgument(what + ": piece size " + std::to_string(piece_bytes) +
-                                   " is not a power of two in [" +
-                                   std::to_string(pb::kMinPieceBytes) + ", " +
-                                   std::to_string(std::min<uint64_t>(cap, pb::kMaxPieceBytes)) +
-                                   "]");
-  }
-  if (static_cast<uint64_t>(ncrcs) != pb::piece_count(off, len, piece_bytes)) {
-    return Status::InvalidArgument(what + ": " + std::to_string(ncrcs) + " piece CRCs for " +
-                                   std::to_string(pb::piece_count(off, len, piece_bytes)) +
-                                   " pieces");
-  }
-  return Status::OK();
-}
-
-Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
-                    const std::string& what) {
-  if (ctx.bulk().count() != 1 || ctx.bulk().access(0) != want || ctx.bulk().length(0) < len) {
-    return Status::InvalidArgument(what + " from " + ctx.peer() +
-                                   ": expected one bulk region of the right kind for " +
-                                   std::to_string(len) + " bytes");
-  }
-  return Status::OK();
-}
-
 Result<ObjectStore::SpaceOp> space_op(pb::FallocateMode m, const std::string& what) {
   switch (m) {
     case pb::FALLOCATE_RESERVE: return ObjectStore::SpaceOp::kReserve;
@@ -124,6 +87,40 @@ bool out_of_turn(const ChunkRecord& rec, uint64_t v, const ChainPlace& place) {
 
 }  // namespace
 
+Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs, size_t cap,
+                    const std::string& what) {
+  if (piece_bytes == 0) {
+    if (len > cap) {
+      return Status::InvalidArgument(what + ": " + std::to_string(len) +
+                                     " bytes under one CRC; chained updates over " +
+                                     std::to_string(cap) + " bytes send piece CRCs");
+    }
+    return Status::OK();
+  }
+  if (!pb::valid_piece_bytes(piece_bytes) || piece_bytes > cap) {
+    return Status::InvalidArgument(
+        what + ": piece size " + std::to_string(piece_bytes) + " is not a power of two in [" +
+        std::to_string(pb::kMinPieceBytes) + ", " +
+        std::to_string(std::min<uint64_t>(cap, pb::kMaxPieceBytes)) + "]");
+  }
+  if (static_cast<uint64_t>(ncrcs) != pb::piece_count(off, len, piece_bytes)) {
+    return Status::InvalidArgument(what + ": " + std::to_string(ncrcs) + " piece CRCs for " +
+                                   std::to_string(pb::piece_count(off, len, piece_bytes)) +
+                                   " pieces");
+  }
+  return Status::OK();
+}
+
+Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
+                    const std::string& what) {
+  if (ctx.bulk().count() != 1 || ctx.bulk().access(0) != want || ctx.bulk().length(0) < len) {
+    return Status::InvalidArgument(what + " from " + ctx.peer() +
+                                   ": expected one bulk region of the right kind for " +
+                                   std::to_string(len) + " bytes");
+  }
+  return Status::OK();
+}
+
 Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t len,
                     uint32_t piece_bytes, std::span<const uint32_t> crcs, std::byte* dst,
                     ObjectStore& store, uint64_t id, const std::string& what) {
@@ -140,14 +137,15 @@ Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t l
   return Status::OK();
 }
 
-Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t at, uint64_t len,
-                                               uint32_t piece_bytes, std::span<const uint32_t> crcs,
-                                               std::byte* dst, const std::string& what) {
+Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t base, uint64_t at,
+                                               uint64_t len, uint32_t piece_bytes,
+                                               std::span<const uint32_t> crcs, std::byte* dst,
+                                               const std::string& what) {
   std::vector<PulledPiece> pieces;
   for (uint64_t done = 0; done < len;) {
     const uint64_t plen = piece_bytes ? pb::piece_length(at + done, len - done, piece_bytes) : len;
     SURGE_ASSIGN_OR_RETURN(PayloadChecksums sums,
-                           pull_piece(ctx, 0, at, done, plen, pieces.size(), crcs, dst, what));
+                           pull_piece(ctx, base, at, done, plen, pieces.size(), crcs, dst, what));
     pieces.push_back({done, plen, std::move(sums)});
     done += plen;
   }
@@ -314,7 +312,8 @@ Status ChainedChunks::write_one_unit(net::RpcContext& ctx, const pb::WriteReques
   // next request is read only once this one's bytes are in, so pulling
   // under the order would hold every request behind it on the connection
   // (other chunks' too) until this chunk's earlier updates are through.
-  SURGE_ASSIGN_OR_RETURN(auto pieces, pull_verified(ctx, off, len, pbytes, crcs, buf.data(), what));
+  SURGE_ASSIGN_OR_RETURN(auto pieces,
+                         pull_verified(ctx, 0, off, len, pbytes, crcs, buf.data(), what));
   uint64_t v = 0, object_id = 0;
   ChainForwarder::SentForward sent;
   {

@@ -96,8 +96,8 @@ class ChainedChunks {
 
   UpdateOrder& order() { return order_; }
   ChunkStore& chunks() { return chunks_; }
+  VersionWaits& waits() { return waits_; }
 
- private:
   // The record of the ref's chunk (made when create), checked against the
   // ref's chain (a chunk under another chain: see the .cpp on setstripe).
   Result<std::optional<ChunkRecord>> record(const ChunkKey& key, const proto::ods::ChunkRef& ref,
@@ -113,6 +113,8 @@ class ChainedChunks {
   // knows the new version) and the update would reach neither the syncing
   // member nor the comparison, or a member no longer head would take it.
   Status still_current(const ChainPlace& place, const std::string& what);
+
+ private:
   // Marks rec committed at version v (if it still is at v) and stores it.
   Status commit(const ChunkKey& key, ChunkRecord& rec, uint64_t v, bool sync);
   // A write of one unit, not sync: see the comment at the top.
@@ -152,19 +154,38 @@ class ChainedChunks {
   ResyncSends sends_;  // whose whole-chunk pieces are taken, per chunk
 };
 
-// Pulls [at, at + len) of a request's bulk region 0 (from region offset 0)
-// into dst and checks each piece's CRC as pull_checked does, storing
+// Checks a payload's piece structure: piece_bytes valid and one CRC per
+// piece, or no pieces and one CRC (fits a buffer of cap bytes).
+Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs, size_t cap,
+                    const std::string& what);
+// Checks that a request brings one bulk region of kind `want` of at least
+// len bytes.
+Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
+                    const std::string& what);
+
+// Pulls [at, at + len) of a request's bulk region 0 (from region offset
+// base) into dst and checks each piece's CRC as pull_checked does, storing
 // nothing; store_pulled stores the pieces afterwards.
 struct PulledPiece {
   uint64_t done = 0;  // offset in dst and past `at`
   uint64_t length = 0;
   PayloadChecksums sums;
 };
-Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t at, uint64_t len,
-                                               uint32_t piece_bytes, std::span<const uint32_t> crcs,
-                                               std::byte* dst, const std::string& what);
+Result<std::vector<PulledPiece>> pull_verified(net::RpcContext& ctx, uint64_t base, uint64_t at,
+                                               uint64_t len, uint32_t piece_bytes,
+                                               std::span<const uint32_t> crcs, std::byte* dst,
+                                               const std::string& what);
 Status store_pulled(ObjectStore& store, uint64_t id, uint64_t at, std::byte* src,
                     const std::vector<PulledPiece>& pieces, const std::string& what);
+
+// Checks a payload's piece structure: piece_bytes valid and one CRC per
+// piece, or no pieces and one CRC (fits a buffer of cap bytes).
+Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs, size_t cap,
+                    const std::string& what);
+// Checks that a request brings one bulk region of kind `want` of at least
+// len bytes.
+Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
+                    const std::string& what);
 
 // Pulls [at, at + len) of a request's bulk region 0 (from region offset
 // base) into dst, checking each piece's CRC (piece_bytes > 0: crcs has one

@@ -64,7 +64,9 @@ void ResyncSource::run() {
     poked_ = false;
     lk.unlock();
     for (const ChainPlace& p : view_.places()) {
-      if (!p.last_serving || p.successor == 0 || !p.successor_syncing) continue;
+      // An EC position is rebuilt from K others, never copied from the
+      // member before it (docs/redundancy.md, "Erasure coding").
+      if (p.ec || !p.last_serving || p.successor == 0 || !p.successor_syncing) continue;
       auto f = finished_.find(p.chain_id);
       if (f != finished_.end() && f->second == p.version) continue;
       Status st = resync(p);

@@ -48,7 +48,8 @@ void RollForward::run() {
     again = false;
     lk.unlock();
     for (const ChainPlace& p : view_.places()) {
-      if (!p.head) continue;
+      // EC chains have no head: each data position sends its own deltas.
+      if (p.ec || !p.head) continue;
       auto d = done_.find(p.chain_id);
       if (d != done_.end() && d->second == p.version) continue;
       uint64_t rolled = 0;

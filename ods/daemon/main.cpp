@@ -98,8 +98,9 @@ int run(const OdsConfig& cfg) {
   fo.lanes = lanes;
   ChainForwarder forwarder(**chunks, chains, (*server)->pool(), fo);
   ChainedChunks chained(**chunks, chains, forwarder);
+  EcChunks ec(chained, chains, forwarder, (*server)->pool());
   OdsService service(**store, (*server)->pool(), svc_opts, &chains,
-                     cfg.mds.empty() ? nullptr : &chained);
+                     cfg.mds.empty() ? nullptr : &chained, cfg.mds.empty() ? nullptr : &ec);
   // The resync source of the chains whose SYNCING member follows us.
   ResyncSource resync(**chunks, chains, forwarder, chained.order());
   // The head of a chain that changed rolls its dirty chunks forward.

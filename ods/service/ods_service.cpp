@@ -57,12 +57,13 @@ Status check_bulk(net::RpcContext& ctx, net::BulkAccess want, uint64_t id, const
 }  // namespace
 
 OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options,
-                       ChainView* chains, ChainedChunks* chained)
+                       ChainView* chains, ChainedChunks* chained, EcChunks* ec)
     : metrics_(options.registry != nullptr ? *options.registry : metrics::Registry::global()),
       store_(store),
       options_(options),
       chains_(chains),
       chained_(chained),
+      ec_(ec),
       chunk_(std::min(kMaxChunk, pool.max_buffer_size())),
       admission_(options.io_buffers != 0 ? std::min(options.io_buffers, largest_class_count(pool))
                                          : largest_class_count(pool),
@@ -184,6 +185,15 @@ void OdsService::watch_metrics(metrics::Registry& registry) {
   gauge("surge_ods_objects", "Objects stored.", space(&StoreStats::objects));
 }
 
+Status OdsService::ec_served(const ChainPlace& place, const char* op) const {
+  if (place.ec && ec_ == nullptr) {
+    return Status::NotSupported(std::string(op) + " of an EC chunk (chain " +
+                                std::to_string(place.chain_id) +
+                                "): this data server does not serve EC chains");
+  }
+  return Status::OK();
+}
+
 Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op) {
   if (chains_ == nullptr) {
     if (ref.chain_id() != 0) {
@@ -221,8 +231,11 @@ Status OdsService::chain_forward(net::RpcContext& ctx, const pb::ChainForwardReq
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "chain forward"));
   if (place.chain_id == 0) return Status::InvalidArgument("chain forward without a chain id");
+  const bool delta = req.kind() == pb::UPDATE_EC_DELTA;
+  if (delta) SURGE_RETURN_IF_ERROR(ec_served(place, "EC delta"));
   SURGE_ASSIGN_OR_RETURN(IoBuffer io, lane_buffer(ctx));
-  Status st = chained_->forward(ctx, req, place, std::move(io.buf), resp);
+  Status st = delta ? ec_->apply_delta(ctx, req, place, std::move(io.buf), resp)
+                    : chained_->forward(ctx, req, place, std::move(io.buf), resp);
   if (st.ok() && req.kind() == pb::UPDATE_WRITE) {
     metrics_.write_bytes.inc(req.length());
   }
@@ -265,8 +278,10 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "write"));
   if (place.chain_id != 0) {
+    SURGE_RETURN_IF_ERROR(ec_served(place, "write"));
     SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx));
-    Status st = chained_->write(ctx, req, place, std::move(io.buf), resp);
+    Status st = place.ec ? ec_->write(ctx, req, place, std::move(io.buf), resp)
+                         : chained_->write(ctx, req, place, std::move(io.buf), resp);
     if (st.ok()) metrics_.write_bytes.inc(req.length());
     return st;
   }
@@ -420,8 +435,10 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
                                      std::to_string(req.length()) + " over the limit " +
                                      std::to_string(options_.max_io_bytes));
     }
+    SURGE_RETURN_IF_ERROR(ec_served(place, "read"));
     SURGE_ASSIGN_OR_RETURN(IoBuffer io, io_buffer(ctx));
-    Status st = chained_->read(ctx, req, place, std::move(io.buf), resp);
+    Status st = place.ec ? ec_->read(ctx, req, place, std::move(io.buf), resp)
+                         : chained_->read(ctx, req, place, std::move(io.buf), resp);
     if (st.ok()) metrics_.read_bytes.inc(resp.length());
     return st;
   }

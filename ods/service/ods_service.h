@@ -24,7 +24,9 @@
 // which orders, versions, stores and forwards them; a service without it
 // answers NotSupported for them. With it, OdsWrite runs on the worker pool
 // (never in place on a transport thread): a chained write waits for its
-// successor, which may be waiting for a transport thread of ours.
+// successor, which may be waiting for a transport thread of ours. Writes,
+// reads and parity deltas of EC chains go to EcChunks (ods/ec/); a service
+// without it answers NotSupported for them.
 //
 // Write: the payload is pulled in order from offset 0 (TCP streams it),
 // chunk by chunk into pool buffers while its CRC32C is computed; only when
@@ -47,6 +49,7 @@
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
 #include "ods/chain/forward_lanes.h"
+#include "ods/ec/ec_chunks.h"
 #include "ods/service/io_admission.h"
 #include "ods/service/ods_metrics.h"
 #include "ods/store/object_store.h"
@@ -77,7 +80,7 @@ class OdsService {
   // chains (may be null: no target or chain checks) outlives the service.
   // chained (may be null: chained chunks are not served) outlives it too.
   OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOptions options = {},
-             ChainView* chains = nullptr, ChainedChunks* chained = nullptr);
+             ChainView* chains = nullptr, ChainedChunks* chained = nullptr, EcChunks* ec = nullptr);
 
   void register_handlers(net::RpcServer& server);
 
@@ -115,6 +118,8 @@ class OdsService {
   // (empty for legacy refs and without a view); NotSupported for a chained
   // ref without ChainedChunks.
   Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op);
+  // NotSupported for an EC place when no EcChunks was given.
+  Status ec_served(const ChainPlace& place, const char* op) const;
   // Legacy objects under a truncate generation the request knows of (see
   // ods_service.cpp): cut before an update; the end a read or stat sees.
   Status catch_up_truncate(const proto::ods::ChunkRef& ref, uint64_t id, const char* op);
@@ -137,6 +142,7 @@ class OdsService {
   OdsServiceOptions options_;
   ChainView* chains_;
   ChainedChunks* chained_;
+  EcChunks* ec_;
   size_t chunk_;  // <= 1 MiB and <= the pool's largest buffer
   IoAdmission admission_;
   std::atomic<uint64_t> inflight_{0};

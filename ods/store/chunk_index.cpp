@@ -19,7 +19,9 @@ constexpr const char* kNextIdKey = "n";
 // crash never hands out an id whose object may already exist.
 constexpr uint64_t kIdBlock = 1024;
 constexpr size_t kRecordBytesV1 = 1 + 4 + 8 + 8 + 1 + 8;
-constexpr size_t kRecordBytes = kRecordBytesV1 + 8;  // format 2: + truncate_seq
+constexpr size_t kRecordBytesV2 = kRecordBytesV1 + 8;  // + truncate_seq
+// Format 3: + the count of applied versions, then 8 bytes each.
+constexpr size_t kMaxApplied = ChunkRecord::kMaxApplied;
 
 void put_be(std::string& s, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -55,19 +57,28 @@ std::string encode(const ChunkRecord& r) {
   s.push_back(r.incomplete ? 1 : 0);
   put_be(s, r.object_id, 8);
   put_be(s, r.truncate_seq, 8);
+  s.push_back(static_cast<char>(r.applied_count));
+  for (uint32_t i = 0; i < r.applied_count; ++i) put_be(s, r.applied[i], 8);
   return s;
 }
 
 Result<ChunkRecord> decode(const ChunkKey& key, const std::string& v) {
   const uint8_t format = v.empty() ? 0 : static_cast<uint8_t>(v[0]);
-  if (format != 1 && format != ChunkIndex::kRecordFormat) {
+  if (format < 1 || format > ChunkIndex::kRecordFormat) {
     return Status::Corruption("record of " + key.describe() + " has format " +
                               (v.empty() ? std::string("(empty)") : std::to_string(format)) +
-                              ", this data server reads formats 1 and " +
+                              ", this data server reads formats 1 to " +
                               std::to_string(ChunkIndex::kRecordFormat));
   }
-  const size_t want = format == 1 ? kRecordBytesV1 : kRecordBytes;
-  if (v.size() != want) {
+  size_t want = format == 1 ? kRecordBytesV1 : kRecordBytesV2;
+  size_t applied = 0;
+  if (format >= 3 && v.size() > kRecordBytesV2) {
+    applied = static_cast<uint8_t>(v[kRecordBytesV2]);
+    want += 1 + 8 * applied;
+  } else if (format >= 3) {
+    want += 1;
+  }
+  if (v.size() != want || applied > kMaxApplied) {
     return Status::Corruption("record of " + key.describe() + " is " + std::to_string(v.size()) +
                               " bytes, format " + std::to_string(format) + " has " +
                               std::to_string(want));
@@ -80,6 +91,10 @@ Result<ChunkRecord> decode(const ChunkKey& key, const std::string& v) {
   r.incomplete = p[20] != 0;
   r.object_id = get_be(p + 21, 8);
   if (format >= 2) r.truncate_seq = get_be(p + 29, 8);
+  r.applied_count = static_cast<uint32_t>(applied);
+  for (size_t i = 0; i < applied; ++i) {
+    r.applied[i] = get_be(v.data() + kRecordBytesV2 + 1 + 8 * i, 8);
+  }
   return r;
 }
 

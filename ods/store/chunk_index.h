@@ -12,12 +12,15 @@
 //   "format"                                        -> "1"
 // A record's value starts with its own format byte (kRecordFormat), so a
 // later format can be read next to this one: format 2 (5 Dec 2026) adds
-// the truncate generation; records of format 1 read as generation 0.
-// Records are written in format 2 (a data server of before cannot read
-// them back: no downgrade). A database of another format is refused at
+// the truncate generation; records of format 1 read as generation 0;
+// format 3 (6 Dec 2026) adds an EC parity chunk's applied versions (a
+// count byte, then 8 bytes each; 0 for every other chunk). Records are
+// written in format 3 (a data server of before cannot read them back: no
+// downgrade). A database of another format is refused at
 // open, naming it. Thread-safe (RocksDB is).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,12 +54,19 @@ struct ChunkRecord {
   // The file's truncate generation this copy has applied (ChunkRef's
   // truncate_seq): a request with a newer one sees it as cut.
   uint64_t truncate_seq = 0;
+  // EC parity chunks: per data position of the group (applied_count of
+  // them; 0: none yet, or not a parity chunk), the version of that
+  // position's chunk whose delta was applied last. A fixed array keeps the
+  // record a plain value (copied freely, no allocation).
+  static constexpr size_t kMaxApplied = 64;
+  uint32_t applied_count = 0;
+  std::array<uint64_t, kMaxApplied> applied{};
   bool dirty() const { return version != committed_version; }
 };
 
 class ChunkIndex {
  public:
-  static constexpr uint8_t kRecordFormat = 2;
+  static constexpr uint8_t kRecordFormat = 3;
 
   // Opens (creating) the database in dir.
   static Result<std::unique_ptr<ChunkIndex>> Open(const std::string& dir);

@@ -189,6 +189,32 @@ TEST(RsCodecUpdate, PartialUpdateEqualsAFullEncode) {
   for (uint32_t j = 0; j < 2; ++j) EXPECT_EQ(g.chunks[4 + j], reference_parity(g, j)) << j;
 }
 
+// A parity server holds one parity chunk: updating each row alone gives
+// the same parity as the update of all M, whichever data chunk changed.
+TEST(RsCodecUpdate, OneParityRowAtATimeEqualsAFullEncode) {
+  RsCodec codec = make(3, 3);
+  Group g = random_group(3, 3, 4096, 5);
+  ASSERT_TRUE(encode(codec, g).ok());
+  std::mt19937 rng(7);
+  for (uint32_t index = 0; index < 3; ++index) {
+    const size_t off = 100 * (index + 1), len = 2000;
+    std::vector<uint8_t> delta(len);
+    for (size_t b = 0; b < len; ++b) {
+      const uint8_t fresh = static_cast<uint8_t>(rng());
+      delta[b] = g.chunks[index][off + b] ^ fresh;
+      g.chunks[index][off + b] = fresh;
+    }
+    for (uint32_t j = 0; j < 3; ++j) {
+      ASSERT_TRUE(
+          codec.UpdateOneParity(index, j, delta.data(), g.chunks[3 + j].data() + off, len).ok());
+    }
+  }
+  for (uint32_t j = 0; j < 3; ++j) EXPECT_EQ(g.chunks[3 + j], reference_parity(g, j)) << j;
+  std::vector<uint8_t> d(8), p(8);
+  EXPECT_EQ(codec.UpdateOneParity(0, 3, d.data(), p.data(), 8).code(), Code::kInvalidArgument);
+  EXPECT_EQ(codec.UpdateOneParity(3, 0, d.data(), p.data(), 8).code(), Code::kInvalidArgument);
+}
+
 TEST(RsCodecUpdate, OnlyDataChunksCanBeUpdated) {
   RsCodec codec = make(2, 1);
   std::vector<uint8_t> delta(16), p(16);

@@ -138,11 +138,35 @@ class ChainCluster {
     throw std::runtime_error("not every data server is UP at the MDS");
   }
 
-  // Creates /name; returns (ino, chain of slot 0).
-  std::pair<uint64_t, uint32_t> create(const std::string& name) {
+  // Makes /name an EC K+M directory (one slot per file); returns its inode.
+  uint64_t mkdir_ec(const std::string& name, uint32_t k, uint32_t m) {
+    mpb::MkdirRequest q;
+    q.mutable_cred();
+    q.set_parent(1);
+    q.set_name(name);
+    q.set_mode(0755);
+    mpb::EntryReply a;
+    Status st = mds_ch_->call<mpb::MdsMkdir>(q, &a);
+    if (!st.ok()) throw std::runtime_error("mkdir " + name + ": " + st.ToString());
+    mpb::SetLayoutRequest lq;
+    lq.mutable_cred();
+    lq.set_ino(a.attr().ino());
+    lq.mutable_layout()->set_stripe_count(1);
+    lq.mutable_layout()->set_scheme(mpb::SCHEME_EC);
+    lq.mutable_layout()->set_ec_data(k);
+    lq.mutable_layout()->set_ec_parity(m);
+    mpb::SetLayoutReply la;
+    st = mds_ch_->call<mpb::MdsSetLayout>(lq, &la);
+    if (!st.ok()) throw std::runtime_error("setstripe --ec on " + name + ": " + st.ToString());
+    return a.attr().ino();
+  }
+
+  // Creates name in directory parent (default /); returns (ino, chain of
+  // slot 0).
+  std::pair<uint64_t, uint32_t> create(const std::string& name, uint64_t parent = 1) {
     mpb::CreateRequest cq;
     cq.mutable_cred();
-    cq.set_parent(1);
+    cq.set_parent(parent);
     cq.set_name(name);
     cq.set_mode(0644);
     cq.set_exclusive(true);
@@ -188,6 +212,12 @@ class ChainCluster {
     r.set_chain_version(c.version());
     r.set_ino(ino);
     r.set_slot(slot);
+    return r;
+  }
+  // EC chains: position p's chunk at its member (member p).
+  static pb::ChunkRef ec_ref(const mpb::Chain& c, uint64_t ino, uint32_t p) {
+    pb::ChunkRef r = ref(c.members(static_cast<int>(p)).target_id(), c, ino);
+    r.set_position(p);
     return r;
   }
 

@@ -3,7 +3,7 @@
 // cursor, a chunk that moves chain leaves its old chain's listing, object
 // ids are never handed out twice (a reopen included), and a database of
 // another format is refused; records of format 1 (before truncate
-// generations) still read.
+// generations) and 2 (before EC parity versions) still read.
 #include <gtest/gtest.h>
 
 #include <rocksdb/db.h>
@@ -134,6 +134,54 @@ TEST(ChunkIndexTest, AFormatOneRecordReadsAsGenerationZero) {
   got = (*ix)->get({10, 2, 0});
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->truncate_seq, 3u);
+}
+
+// A record as a data server of format 2 wrote it (format 1's fields and
+// the truncate generation): read with no applied versions, written back
+// with them.
+TEST(ChunkIndexTest, AFormatTwoRecordReadsWithoutAppliedVersions) {
+  TempDir dir;
+  {
+    auto ix = ChunkIndex::Open(dir.path() + "/ix");
+    ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  }
+  {
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.path() + "/ix", &db).ok());
+    auto be = [](std::string& s, uint64_t v, int n) {
+      for (int i = n - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    };
+    std::string key = "k", value(1, '\x02');
+    be(key, 10, 8);
+    be(key, 2, 4);
+    be(key, 5, 4);
+    be(value, 7, 4);
+    be(value, 6, 8);
+    be(value, 6, 8);
+    value.push_back(0);
+    be(value, 99, 8);
+    be(value, 4, 8);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, value).ok());
+    delete db;
+  }
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  auto got = (*ix)->get({10, 2, 5});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->version, 6u);
+  EXPECT_EQ((*got)->truncate_seq, 4u);
+  EXPECT_EQ((*got)->applied_count, 0u);
+  ChunkRecord r = **got;
+  r.applied_count = 3;
+  r.applied[0] = 3;
+  r.applied[2] = uint64_t{1} << 40;
+  ASSERT_TRUE((*ix)->put({10, 2, 5}, r, false).ok());
+  got = (*ix)->get({10, 2, 5});
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->applied_count, 3u);
+  EXPECT_EQ((*got)->applied, r.applied);
+  EXPECT_EQ((*got)->truncate_seq, 4u);
 }
 
 TEST(ChunkIndexTest, AnotherFormatIsRefused) {

@@ -1,0 +1,417 @@
+// EcChunks: EC data-position writes, parity deltas and reads. See
+// ec_chunks.h.
+#include "ods/ec/ec_chunks.h"
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "net/proto/ods_write_pieces.h"
+#include "ods/chain/chunk_lives.h"
+
+namespace surge::ods {
+namespace {
+
+namespace pb = proto::ods;
+
+// As ChainedChunks: how long a delta that came before its source's previous
+// one waits for it (a source sends a chunk's deltas one at a time, but a
+// resend after a failure can cross a late original).
+constexpr auto kTurnWait = std::chrono::milliseconds(500);
+constexpr size_t kReadPieceBytes = 256 << 10;
+
+ChunkKey key_of(const pb::ChunkRef& ref) {
+  return {ref.ino(), ref.slot(), ref.position()};
+}
+
+std::string name_of(const pb::ChunkRef& ref) {
+  return key_of(ref).describe() + " of EC chain " + std::to_string(ref.chain_id());
+}
+
+// [at, at + dst.size()) of rec's bytes; zeros past its end.
+Status read_range(ChunkStore& chunks, const ChunkRecord& rec, uint64_t at, std::span<std::byte> dst,
+                  const std::string& what) {
+  size_t done = 0;
+  while (done < dst.size()) {
+    auto got = chunks.objects().read(rec.object_id, at + done, dst.subspan(done));
+    if (!got.ok()) return got.status().WithContext(what);
+    if (*got == 0) break;
+    done += *got;
+  }
+  if (done < dst.size()) std::memset(dst.data() + done, 0, dst.size() - done);
+  return Status::OK();
+}
+
+void xor_into(std::byte* dst, const std::byte* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t a, b;
+    std::memcpy(&a, dst + i, 8);
+    std::memcpy(&b, src + i, 8);
+    a ^= b;
+    std::memcpy(dst + i, &a, 8);
+  }
+  for (; i < n; ++i) dst[i] ^= src[i];
+}
+
+std::string version_text(uint64_t v) {
+  return "version " + std::to_string(v) + " (life " + std::to_string(life_of(v)) + ", update " +
+         std::to_string(v & kSeqMask) + ")";
+}
+
+}  // namespace
+
+Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint32_t own_id,
+                         const std::string& what) {
+  if (!place.ec) {
+    return Status::InvalidArgument(what + ": chain " + std::to_string(place.chain_id) +
+                                   " is not an EC chain");
+  }
+  if (ref.position() != place.ec_position) {
+    return Status::WrongTarget(what + ": target " + std::to_string(own_id) + " holds position " +
+                               std::to_string(place.ec_position) + " of EC chain " +
+                               std::to_string(place.chain_id) + " (version " +
+                               std::to_string(place.version) + "), not position " +
+                               std::to_string(ref.position()));
+  }
+  return Status::OK();
+}
+
+EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
+                   net::BufferPool& pool)
+    : chained_(chained), view_(view), forwarder_(forwarder), pool_(pool) {}
+
+Result<const ec::RsCodec*> EcChunks::codec(const ChainPlace& place) {
+  std::lock_guard lk(codecs_mu_);
+  auto& c = codecs_[{place.ec_data, place.ec_parity}];
+  if (!c) {
+    SURGE_ASSIGN_OR_RETURN(ec::RsCodec made, ec::RsCodec::Create(place.ec_data, place.ec_parity));
+    c = std::make_unique<ec::RsCodec>(std::move(made));
+  }
+  return c.get();
+}
+
+Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const ChainPlace& place,
+                       net::PoolBuffer buf, pb::WriteReply& resp) {
+  const std::string what = "EC write of " + name_of(req.ref());
+  SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  if (place.ec_position >= place.ec_data) {
+    return Status::InvalidArgument(what + ": position " + std::to_string(place.ec_position) +
+                                   " holds parity; writes go to data positions 0.." +
+                                   std::to_string(place.ec_data - 1));
+  }
+  if (place.state != proto::mds::MEMBER_SERVING) {
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
+                               " is being rebuilt in the chain (version " +
+                               std::to_string(place.version) + ")");
+  }
+  const uint64_t off = req.offset(), len = req.length();
+  const uint64_t max_size = chained_.chunks().objects().options().max_object_size;
+  if (len == 0 || off > max_size || len > max_size - off) {
+    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
+                                   std::to_string(len) + ") empty or past the maximum chunk size");
+  }
+  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, len, what));
+  if (ctx.bulk().length(0) != len) {
+    return Status::InvalidArgument(what + ": bulk region longer than the write");
+  }
+  const size_t cap = buf.capacity();
+  SURGE_RETURN_IF_ERROR(
+      check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), cap, what));
+  if (req.piece_bytes() == 0 && req.piece_crc32c_size() != 0) {
+    return Status::InvalidArgument(what + ": piece CRCs without a piece size");
+  }
+  const uint32_t pbytes = req.piece_bytes();
+  const std::vector<uint32_t> whole_crc{req.crc32c()};
+  size_t first_piece = 0;
+  uint64_t version = 0;
+  // One update per unit, as in replicated chains: units end at multiples
+  // of the buffer size, so pieces never straddle two.
+  for (uint64_t done = 0; done < len;) {
+    const uint64_t at = off + done;
+    const uint64_t n = std::min<uint64_t>(len - done, cap - at % cap);
+    const size_t npieces = pbytes ? pb::piece_count(at, n, pbytes) : 1;
+    std::span<const uint32_t> crcs =
+        pbytes ? std::span<const uint32_t>(req.piece_crc32c().data() + first_piece, npieces)
+               : std::span<const uint32_t>(whole_crc);
+    SURGE_ASSIGN_OR_RETURN(auto pieces,
+                           pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what));
+    SURGE_RETURN_IF_ERROR(write_unit(place, req.ref(), at, n, buf, pieces, what, &version));
+    first_piece += npieces;
+    done += n;
+  }
+  const ChunkKey key = key_of(req.ref());
+  SURGE_ASSIGN_OR_RETURN(auto rec, chained_.chunks().index().get(key));
+  uint64_t size = 0;
+  if (rec) {
+    SURGE_ASSIGN_OR_RETURN(size, chained_.chunks().size(*rec));
+  }
+  resp.set_object_size(size);
+  resp.set_chunk_version(version);
+  if (req.sync()) {
+    // The data position's own bytes; the parity positions' follow with
+    // the chunk sync (a later session: OdsSync of EC chunks).
+    if (rec) SURGE_RETURN_IF_ERROR(chained_.chunks().sync(key, *rec));
+  }
+  return Status::OK();
+}
+
+Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
+                            uint64_t n, net::PoolBuffer& buf,
+                            const std::vector<PulledPiece>& pieces, const std::string& what,
+                            uint64_t* version) {
+  const ChunkKey key = key_of(ref);
+  ChunkStore& chunks = chained_.chunks();
+  auto order = chained_.order().lock(key);
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
+  ChunkRecord rec = chained_.begin_life(*found);
+  if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, ref, rec, what));
+  std::vector<std::byte> old(n);
+  SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, old, what));
+  const uint64_t v = rec.version + 1;
+  rec.version = v;
+  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+  SURGE_RETURN_IF_ERROR(
+      store_pulled(chunks.objects(), rec.object_id, at, buf.data(), pieces, what));
+  xor_into(buf.data(), old.data(), n);  // buf now holds the delta
+  Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, what);
+  if (!sent.ok()) {
+    std::lock_guard lk(pending_mu_);
+    if (pending_.size() < kMaxPending || pending_.count(key) != 0) {
+      pending_[key] = Pending{v, at, rec.truncate_seq, {buf.data(), buf.data() + n}};
+    }
+    return sent;
+  }
+  rec.committed_version = v;
+  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+  chained_.waits().changed();
+  *version = v;
+  return Status::OK();
+}
+
+Status EcChunks::resend_pending(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
+                                const std::string& what) {
+  const ChunkKey key = key_of(ref);
+  Pending p;
+  {
+    std::lock_guard lk(pending_mu_);
+    auto it = pending_.find(key);
+    if (it != pending_.end() && it->second.version == rec.version) p = std::move(it->second);
+    if (it != pending_.end()) pending_.erase(it);
+  }
+  if (p.version == 0) {
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) + " holds " +
+                               version_text(rec.version) +
+                               " not known applied at every parity position (committed " +
+                               std::to_string(rec.committed_version) +
+                               ") and no longer holds its delta; the group's parity needs repair");
+  }
+  auto buf = pool_.acquire(p.delta.size(), std::chrono::seconds(30));
+  if (!buf.ok()) return buf.status().WithContext(what + ": resending a kept delta");
+  std::memcpy(buf->data(), p.delta.data(), p.delta.size());
+  Status st = send_deltas(place, ref, p.at, {buf->data(), p.delta.size()}, p.version,
+                          p.truncate_seq, what + " (resending " + version_text(p.version) + ")");
+  if (!st.ok()) {
+    std::lock_guard lk(pending_mu_);
+    pending_[key] = std::move(p);
+    return st;
+  }
+  rec.committed_version = rec.version;
+  SURGE_RETURN_IF_ERROR(chained_.chunks().index().put(key, rec, false));
+  chained_.waits().changed();
+  return Status::OK();
+}
+
+Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
+                             std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
+                             const std::string& what) {
+  const uint32_t k = place.ec_data;
+  ChunkUpdate u;
+  u.kind = pb::UPDATE_EC_DELTA;
+  u.version = v;
+  u.offset = at;
+  u.data = delta;
+  u.piece_bytes = static_cast<uint32_t>(pb::kMaxPieceBytes);
+  u.piece_crcs = piece_crcs_of(delta, at, u.piece_bytes);
+  u.truncate_seq = truncate_seq;
+  u.source_position = place.ec_position;
+  // Every parity position at once; each waits on nobody (hop 1), so the
+  // lane argument of replicated chains holds. All sent are waited for
+  // before returning: they pull from buf.
+  std::vector<ChainForwarder::SentForward> sent;
+  Status first;
+  for (uint32_t j = 0; j < place.ec_parity; ++j) {
+    const ChainPlace::EcMember& m = place.ec_members[k + j];
+    // Only SERVING positions: one offline or returning (SYNCING) is
+    // rebuilt from K others, which brings it every delta it missed.
+    if (m.state != proto::mds::MEMBER_SERVING) continue;
+    auto s = forwarder_.send_to(place, m.target_id, m.address, 1,
+                                ChunkKey{ref.ino(), ref.slot(), k + j}, u);
+    if (!s.ok()) {
+      first = s.status();
+      break;
+    }
+    sent.push_back(std::move(*s));
+  }
+  for (auto& s : sent) {
+    Status st = forwarder_.finish_forward(s);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first.WithContext(what);
+}
+
+Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest& req,
+                             const ChainPlace& place, net::PoolBuffer buf,
+                             pb::ChainForwardReply& resp) {
+  const uint32_t src = req.source_position();
+  const uint64_t v = req.update_version();
+  const std::string what = "EC delta of position " + std::to_string(src) + " at " +
+                           version_text(v) + " for " + name_of(req.ref()) + " from " + ctx.peer();
+  SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  const uint32_t k = place.ec_data;
+  if (place.ec_position < k || src >= k || v == 0) {
+    return Status::InvalidArgument(what + ": a delta goes from a data position (0.." +
+                                   std::to_string(k - 1) + ") to a parity position, at a version");
+  }
+  const uint64_t off = req.offset(), len = req.length();
+  const uint64_t max_size = chained_.chunks().objects().options().max_object_size;
+  if (len == 0 || off > max_size || len > max_size - off || len > buf.capacity()) {
+    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
+                                   std::to_string(len) +
+                                   ") empty, past the maximum chunk size or over one buffer");
+  }
+  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, len, what));
+  SURGE_RETURN_IF_ERROR(
+      check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), buf.capacity(), what));
+  SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec(place));
+  const ChunkKey key = key_of(req.ref());
+  ChunkStore& chunks = chained_.chunks();
+  std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key);
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  enum class Turn { kDone, kNow, kEarly };
+  Turn turn = Turn::kEarly;
+  ChunkRecord rec;
+  const auto deadline = VersionWaits::Clock::now() + kTurnWait;
+  for (;;) {
+    SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, req.ref(), true));
+    rec = chained_.begin_life(*found);
+    if (rec.applied_count == 0) rec.applied_count = k;
+    if (rec.applied_count != k) {
+      return Status::Corruption(what + ": the record holds " + std::to_string(rec.applied_count) +
+                                " applied versions for a " + std::to_string(k) +
+                                "-data-chunk group");
+    }
+    const uint64_t a = rec.applied[src];
+    if (a != 0 && life_of(a) == life_of(v)) {
+      turn = v <= a ? Turn::kDone : v == a + 1 ? Turn::kNow : Turn::kEarly;
+    } else {
+      // The source's chunk began a life (it was made, or removed and made
+      // again): only its first update starts applying it.
+      turn = first_of_life(v) ? Turn::kNow : Turn::kEarly;
+    }
+    if (turn != Turn::kEarly || VersionWaits::Clock::now() >= deadline) break;
+    const uint64_t seen = chained_.waits().generation();
+    order.reset();
+    (void)chained_.waits().wait_past(seen, deadline);
+    order.emplace(chained_.order(), key);
+    SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  }
+  if (turn == Turn::kEarly) {
+    return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
+                                   " applied " + version_text(rec.applied[src]) +
+                                   " of that position last");
+  }
+  if (turn == Turn::kNow) {
+    const std::vector<uint32_t> whole{req.crc32c()};
+    std::span<const uint32_t> crcs =
+        req.piece_bytes()
+            ? std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size())
+            : std::span<const uint32_t>(whole);
+    SURGE_RETURN_IF_ERROR(
+        pull_verified(ctx, 0, off, len, req.piece_bytes(), crcs, buf.data(), what).status());
+    std::vector<std::byte> parity(len);
+    SURGE_RETURN_IF_ERROR(read_range(chunks, rec, off, parity, what));
+    SURGE_RETURN_IF_ERROR(rs->UpdateOneParity(src, place.ec_position - k,
+                                              reinterpret_cast<const uint8_t*>(buf.data()),
+                                              reinterpret_cast<uint8_t*>(parity.data()), len)
+                              .WithContext(what));
+    // Dirty while the bytes change: a reader never combines a half-applied
+    // parity with data, and a crash here leaves it marked for repair.
+    const uint64_t pv = rec.version + 1;
+    rec.version = pv;
+    rec.applied[src] = v;
+    SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+    iovec seg{parity.data(), parity.size()};
+    auto stored = chunks.objects().write(rec.object_id, off, {&seg, 1}, req.sync());
+    if (!stored.ok()) return stored.status().WithContext(what);
+    rec.committed_version = pv;
+    SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, req.sync()));
+    chained_.waits().changed();
+  }
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks.size(rec));
+  resp.set_chunk_size(size);
+  return Status::OK();
+}
+
+Status EcChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req, const ChainPlace& place,
+                      net::PoolBuffer buf, pb::ReadReply& resp) {
+  const std::string what = "EC read of " + name_of(req.ref());
+  SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  if (place.state != proto::mds::MEMBER_SERVING) {
+    return Status::NotServing(what + ": target " + std::to_string(view_.own_id()) +
+                              " is being rebuilt in the chain (version " +
+                              std::to_string(place.version) + "); read the other positions");
+  }
+  const uint64_t off = req.offset(), len = req.length();
+  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPush, len, what));
+  resp.set_length(0);
+  resp.set_crc32c(0);
+  const ChunkKey key = key_of(req.ref());
+  const bool parity = place.ec_position >= place.ec_data;
+  SURGE_ASSIGN_OR_RETURN(auto rec, chained_.record(key, req.ref(), false));
+  if (!rec) return Status::OK();  // never written: a hole (version 0, nothing applied)
+  auto changing = [&](const ChunkRecord& r) {
+    return Status::ChunkDirty(what + ": target " + std::to_string(view_.own_id()) +
+                              " is applying a delta to it (" + version_text(r.version) +
+                              "); retry");
+  };
+  if (rec->incomplete) {
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
+                               " holds it incomplete at " + version_text(rec->version));
+  }
+  if (parity && rec->dirty()) return changing(*rec);
+  uint64_t want = len;
+  if (req.ref().truncate_seq() > rec->truncate_seq) {
+    const uint64_t t = req.ref().truncate_size();
+    want = off >= t ? 0 : std::min(len, t - off);
+  }
+  const size_t piece = std::min<size_t>(buf.capacity(), kReadPieceBytes);
+  uint32_t crc = 0;
+  uint64_t done = 0;
+  while (done < want && off < chained_.chunks().objects().options().max_object_size) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(piece, want - done));
+    auto got = chained_.chunks().objects().read(rec->object_id, off + done, {buf.data(), n}, &crc);
+    if (!got.ok()) return got.status().WithContext(what);
+    if (*got == 0) break;
+    SURGE_RETURN_IF_ERROR_CTX(ctx.bulk().push(0, done, {buf.data(), *got}),
+                              "pushing " + what + " to " + ctx.peer());
+    done += *got;
+    if (*got < n) break;
+  }
+  // The bytes pushed are those of the version named only if no update
+  // came meanwhile (updates take the order, reads do not).
+  SURGE_ASSIGN_OR_RETURN(auto again, chained_.record(key, req.ref(), false));
+  if (!again || again->version != rec->version || (parity && again->dirty())) {
+    return changing(again ? *again : *rec);
+  }
+  resp.set_length(done);
+  resp.set_crc32c(crc);
+  resp.set_chunk_version(rec->version);
+  if (parity) {
+    for (uint32_t i = 0; i < rec->applied_count; ++i) resp.add_applied_versions(rec->applied[i]);
+  }
+  return Status::OK();
+}
+
+}  // namespace surge::ods

@@ -1,0 +1,120 @@
+// EcChunks: the chunks of erasure-coded (EC K+M) chains as one member
+// serves them (docs/redundancy.md, "EC writes: the design"). Member i of an
+// EC chain holds position i of every stripe group: data chunks at 0 .. K-1,
+// parity chunks at K .. K+M-1. OdsService hands a request here when its
+// ref names an EC chain; a request for a position this member does not
+// hold is WrongTarget.
+//
+// * A write goes to its data position only. Under the chunk's update order
+//   (UpdateOrder, shared with ChainedChunks) the member reads the old bytes
+//   of the range, stores the new ones at the chunk's next version (the
+//   record dirty meanwhile), turns its buffer into delta = old ^ new and
+//   sends it (OdsChainForward UPDATE_EC_DELTA, hop 1) to every parity
+//   position in the write chain at once; the reply comes when every one
+//   applied it, and the version is committed then. A write is one update
+//   per pool buffer, as in replicated chains. When a delta does not reach
+//   every parity position (one failed, or the chain moved), the chunk
+//   stays dirty and the delta is kept in memory: the chunk's next write
+//   (the client's retry) sends it again first, under the chain as it is
+//   then. A dirty chunk whose delta is not kept (the server restarted, or
+//   more than kMaxPending failed at once) refuses writes until its parity
+//   is repaired.
+// * A parity position applies a delta from source p under its chunk's
+//   update order, in p's version order: its record keeps, per data
+//   position, the version whose delta it applied last (ChunkRecord.applied).
+//   A delta already applied is acknowledged again without applying it (a
+//   resend: deltas are not idempotent, the versions make them so); one
+//   that comes before its turn waits briefly, then answers
+//   ChunkVersionGap. Deltas of different sources may interleave in any
+//   order: XOR deltas commute, so the parity ends as the code of the final
+//   data of every position.
+// * Reads go to the position's member. A data position serves what it
+//   holds with its version; a parity position serves its bytes with the
+//   applied versions, and answers ChunkDirty while a delta is being
+//   applied (a reader combines parity with data only when the versions
+//   agree). A bytes' version is checked again after they are read, so an
+//   answer's bytes are exactly those of the version it names.
+//
+// Not here yet (issue 16): a data position whose member is down (writes
+// to it fail), full-group writes encoded by the client, rebuild of a
+// position from K others, and repair of a parity chunk left dirty by a
+// crash in the middle of an apply (its reads answer ChunkDirty until then).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common/ec/rs_codec.h"
+#include "net/buffer_pool.h"
+#include "net/proto/ods.pb.h"
+#include "net/rpc_server.h"
+#include "ods/chain/chain_forwarder.h"
+#include "ods/chain/chain_view.h"
+#include "ods/chain/chained_chunks.h"
+
+namespace surge::ods {
+
+class EcChunks {
+ public:
+  // pool: the server's, for resending a kept delta from registered memory.
+  EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
+           net::BufferPool& pool);
+
+  // Deltas kept for a resend at most (each up to one pool buffer).
+  static constexpr size_t kMaxPending = 64;
+
+  // At a data position. buf: one pool buffer.
+  Status write(net::RpcContext& ctx, const proto::ods::WriteRequest& req, const ChainPlace& place,
+               net::PoolBuffer buf, proto::ods::WriteReply& resp);
+  // At any position.
+  Status read(net::RpcContext& ctx, const proto::ods::ReadRequest& req, const ChainPlace& place,
+              net::PoolBuffer buf, proto::ods::ReadReply& resp);
+  // UPDATE_EC_DELTA at a parity position.
+  Status apply_delta(net::RpcContext& ctx, const proto::ods::ChainForwardRequest& req,
+                     const ChainPlace& place, net::PoolBuffer buf,
+                     proto::ods::ChainForwardReply& resp);
+
+ private:
+  // The codec of place's K+M (made once per shape).
+  Result<const ec::RsCodec*> codec(const ChainPlace& place);
+  // One update of [at, at + n) of a data chunk whose new bytes are in buf.
+  Status write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
+                    uint64_t n, net::PoolBuffer& buf, const std::vector<PulledPiece>& pieces,
+                    const std::string& what, uint64_t* version);
+  // Sends delta (buf[0, n), the data chunk's version v) to every parity
+  // position of place's write chain and waits for all of them.
+  Status send_deltas(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
+                     std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
+                     const std::string& what);
+
+  // Under key's update order: rec is dirty; sends its kept delta again and
+  // commits it, or Unavailable when none is kept.
+  Status resend_pending(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
+                        const std::string& what);
+
+  struct Pending {
+    uint64_t version = 0;
+    uint64_t at = 0;
+    uint64_t truncate_seq = 0;
+    std::vector<std::byte> delta;
+  };
+
+  ChainedChunks& chained_;
+  ChainView& view_;
+  ChainForwarder& forwarder_;
+  net::BufferPool& pool_;
+  std::mutex pending_mu_;
+  std::map<ChunkKey, Pending> pending_;
+  std::mutex codecs_mu_;
+  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
+};
+
+// WrongTarget unless ref names the position this member holds in place's
+// EC chain; `what` names the request.
+Status check_ec_position(const proto::ods::ChunkRef& ref, const ChainPlace& place, uint32_t own_id,
+                         const std::string& what);
+
+}  // namespace surge::ods

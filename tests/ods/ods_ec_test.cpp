@@ -1,0 +1,230 @@
+// EC chains on real data servers (docs/redundancy.md, "EC writes: the
+// design"): a real surge-mds forms EC chains; writes go straight to data
+// positions, which send parity deltas to the parity positions; every
+// position's chunk is read back directly and the parity compared with an
+// encode of the data read beside it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/ec/rs_codec.h"
+#include "tests/ods/chain_cluster.h"
+
+namespace surge::ods::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct EcFile {
+  uint64_t ino = 0;
+  mpb::Chain chain;
+  uint32_t k = 0, m = 0;
+};
+
+EcFile make_ec_file(ChainCluster& cl, uint32_t k, uint32_t m, const std::string& name) {
+  const uint64_t dir = cl.mkdir_ec("ec-" + name, k, m);
+  auto [ino, chain_id] = cl.create(name, dir);
+  EcFile f{ino, cl.chain(chain_id), k, m};
+  EXPECT_EQ(f.chain.scheme(), mpb::SCHEME_EC) << f.chain.DebugString();
+  EXPECT_EQ(f.chain.members_size(), static_cast<int>(k + m)) << f.chain.DebugString();
+  return f;
+}
+
+// Writes d at off of data position p, retrying what a client retries
+// (the chain moved, a member was reported) on the chain as it is now.
+Status write_retrying(ChainCluster& cl, EcFile& f, uint32_t p, uint64_t off,
+                      std::span<const std::byte> d) {
+  Status st;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto w = cl.write(ChainCluster::ec_ref(f.chain, f.ino, p), off, d);
+    if (w.ok()) return Status::OK();
+    st = w.status();
+    if (st.code() != Code::kStaleChain && st.code() != Code::kUnavailable) return st;
+    std::this_thread::sleep_for(100ms);
+    f.chain = cl.chain(f.chain.chain_id());
+  }
+  return st;
+}
+
+// Position p's chunk, [0, len), zero-padded past its end; its version, and
+// the applied versions for a parity position.
+struct ChunkRead {
+  std::vector<uint8_t> bytes;
+  uint64_t version = 0;
+  std::vector<uint64_t> applied;
+};
+
+ChunkRead read_position(ChainCluster& cl, const EcFile& f, uint32_t p, uint64_t len) {
+  const pb::ChunkRef ref = ChainCluster::ec_ref(f.chain, f.ino, p);
+  std::vector<std::byte> buf(len);
+  pb::ReadRequest q;
+  q.set_length(len);
+  *q.mutable_ref() = ref;
+  net::BulkRegion r{buf.data(), buf.size(), net::BulkAccess::kServerPush};
+  pb::ReadReply a;
+  Status st = cl.client(ref.target_id()).channel().call<pb::OdsRead>(q, &a, {&r, 1});
+  if (!st.ok())
+    throw std::runtime_error("read of position " + std::to_string(p) + ": " + st.ToString());
+  ChunkRead out;
+  out.bytes.assign(reinterpret_cast<uint8_t*>(buf.data()),
+                   reinterpret_cast<uint8_t*>(buf.data()) + a.length());
+  out.bytes.resize(len, 0);
+  out.version = a.chunk_version();
+  out.applied.assign(a.applied_versions().begin(), a.applied_versions().end());
+  return out;
+}
+
+// Every parity position present holds the code of the data positions'
+// bytes, and names their versions as applied. `skip`: positions not read.
+void expect_parity_consistent(ChainCluster& cl, const EcFile& f, uint64_t len,
+                              std::vector<uint32_t> skip = {}) {
+  auto codec = ec::RsCodec::Create(f.k, f.m);
+  ASSERT_TRUE(codec.ok());
+  std::vector<ChunkRead> chunks;
+  for (uint32_t p = 0; p < f.k + f.m; ++p) {
+    chunks.push_back(std::find(skip.begin(), skip.end(), p) == skip.end()
+                         ? read_position(cl, f, p, len)
+                         : ChunkRead{});
+  }
+  std::vector<const uint8_t*> data;
+  for (uint32_t p = 0; p < f.k; ++p) data.push_back(chunks[p].bytes.data());
+  std::vector<std::vector<uint8_t>> want(f.m, std::vector<uint8_t>(len));
+  std::vector<uint8_t*> parity;
+  for (auto& w : want) parity.push_back(w.data());
+  ASSERT_TRUE(codec->Encode(data, parity, len).ok());
+  for (uint32_t j = 0; j < f.m; ++j) {
+    const uint32_t p = f.k + j;
+    if (std::find(skip.begin(), skip.end(), p) != skip.end()) continue;
+    const ChunkRead& c = chunks[p];
+    size_t bad = 0;
+    while (bad < len && c.bytes[bad] == want[j][bad]) ++bad;
+    EXPECT_EQ(bad, len) << "parity " << j << " differs from the code of the data at byte " << bad;
+    ASSERT_EQ(c.applied.size(), f.k) << "parity " << j;
+    for (uint32_t d = 0; d < f.k; ++d) {
+      EXPECT_EQ(c.applied[d], chunks[d].version) << "parity " << j << ", data position " << d;
+    }
+  }
+}
+
+std::vector<std::byte> random_bytes(size_t n, std::mt19937_64& rng) {
+  std::vector<std::byte> out(n);
+  for (auto& b : out) b = static_cast<std::byte>(rng());
+  return out;
+}
+
+TEST(OdsEc, DataWritesLeaveParityTheCodeOfTheData) {
+  ChainCluster cl;
+  cl.start({.data_servers = 4, .replicas = 1});
+  cl.wait_targets_up();
+  EcFile f = make_ec_file(cl, 2, 2, "f");
+  std::mt19937_64 rng(1);
+  const uint64_t len = 3 << 20;  // past one pool buffer: several updates per write
+  // Unaligned ranges, a write over one buffer, one past the data's end, and
+  // an overwrite of bytes written before.
+  auto a = random_bytes(100000, rng), b = random_bytes(1500000, rng), c = random_bytes(4097, rng);
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 0), 12345, a).ok());
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 1), 1000000, b).ok());
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 0), 50000, c).ok());
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 1), 2 << 20, b).ok());
+  expect_parity_consistent(cl, f, len);
+  // The data positions hold exactly what was written.
+  ChunkRead d0 = read_position(cl, f, 0, len);
+  std::vector<std::byte> want0(len);
+  std::copy(a.begin(), a.end(), want0.begin() + 12345);
+  std::copy(c.begin(), c.end(), want0.begin() + 50000);
+  EXPECT_TRUE(
+      std::equal(want0.begin(), want0.end(), reinterpret_cast<std::byte*>(d0.bytes.data())));
+}
+
+// Two clients (and a third on one of the same positions) write one group
+// at once: deltas of different sources interleave at the parity positions
+// and the parity still ends as the code of the final data.
+TEST(OdsEc, ConcurrentWritersOfOneGroupLeaveConsistentParity) {
+  ChainCluster cl;
+  cl.start({.data_servers = 5, .replicas = 1});
+  cl.wait_targets_up();
+  EcFile f = make_ec_file(cl, 3, 2, "f");
+  const uint64_t len = 1 << 20;
+  std::atomic<int> failures{0};
+  std::string first_failure;
+  std::mutex mu;
+  auto writer = [&](uint32_t p, uint64_t seed) {
+    // Each writer its own connections: OdsClient is per target in the
+    // cluster, so this writer uses a cluster-independent channel set.
+    std::mt19937_64 rng(seed);
+    OdsClient own(cl.target(f.chain.members(static_cast<int>(p)).target_id()).address, cl.key());
+    for (int i = 0; i < 150; ++i) {
+      const uint64_t n = 1 + rng() % 65536, off = rng() % (len - n);
+      auto d = random_bytes(n, rng);
+      pb::WriteRequest q;
+      q.set_offset(off);
+      q.set_length(n);
+      pb::set_piece_crcs(q, d.data(), d.size());
+      *q.mutable_ref() = ChainCluster::ec_ref(f.chain, f.ino, p);
+      net::BulkRegion r{d.data(), d.size(), net::BulkAccess::kServerPull};
+      pb::WriteReply a;
+      Status st = own.channel().call<pb::OdsWrite>(q, &a, {&r, 1});
+      if (!st.ok()) {
+        std::lock_guard lk(mu);
+        if (failures++ == 0) first_failure = st.ToString();
+      }
+    }
+  };
+  std::vector<std::thread> ts;
+  ts.emplace_back(writer, 0, 11);
+  ts.emplace_back(writer, 1, 12);
+  ts.emplace_back(writer, 2, 13);
+  ts.emplace_back(writer, 0, 14);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  expect_parity_consistent(cl, f, len);
+}
+
+TEST(OdsEc, WritesGoToTheirDataPositionOnly) {
+  ChainCluster cl;
+  cl.start({.data_servers = 3, .replicas = 1});
+  cl.wait_targets_up();
+  EcFile f = make_ec_file(cl, 2, 1, "f");
+  std::vector<std::byte> d(4096, std::byte{7});
+  auto parity = cl.write(ChainCluster::ec_ref(f.chain, f.ino, 2), 0, d);
+  EXPECT_EQ(parity.status().code(), Code::kInvalidArgument) << parity.status().ToString();
+  EXPECT_NE(parity.status().message().find("holds parity"), std::string::npos)
+      << parity.status().ToString();
+  pb::ChunkRef wrong = ChainCluster::ec_ref(f.chain, f.ino, 1);
+  wrong.set_target_id(f.chain.members(0).target_id());  // position 1 at member 0
+  auto w = cl.write(wrong, 0, d);
+  EXPECT_EQ(w.status().code(), Code::kWrongTarget) << w.status().ToString();
+  EXPECT_NE(w.status().message().find("holds position 0"), std::string::npos)
+      << w.status().ToString();
+}
+
+// A parity position's data server is killed: the write that finds it gone
+// reports it, the MDS takes it out of the chain, and writes go on to the
+// data positions and the surviving parity, which stays consistent.
+TEST(OdsEc, WritesGoOnWithAParityPositionKilled) {
+  ChainCluster cl;
+  cl.start({.data_servers = 4, .replicas = 1, .target_timeout_ms = 2000});
+  cl.wait_targets_up();
+  EcFile f = make_ec_file(cl, 2, 2, "f");
+  std::mt19937_64 rng(3);
+  const uint64_t len = 256 << 10;
+  auto a = random_bytes(len, rng);
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 0), 0, a).ok());
+  const uint32_t dead = f.chain.members(3).target_id();
+  cl.target(dead).proc.kill(SIGKILL);
+  for (int i = 0; i < 20; ++i) {
+    auto d = random_bytes(1 + rng() % 20000, rng);
+    const uint64_t off = rng() % (len - d.size());
+    Status st = write_retrying(cl, f, static_cast<uint32_t>(i % 2), off, d);
+    ASSERT_TRUE(st.ok()) << st.ToString() << cl.chain_events();
+  }
+  EXPECT_NE(f.chain.members(3).state(), mpb::MEMBER_SERVING) << f.chain.DebugString();
+  expect_parity_consistent(cl, f, len, {3});
+}
+
+}  // namespace
+}  // namespace surge::ods::testing
