@@ -61,6 +61,22 @@ Result<uint32_t> chain_reader(const pb::Chain& chain, uint64_t spread_key, const
   return left[spread_key % left.size()];
 }
 
+Result<uint32_t> ec_member(const pb::Chain& chain, uint32_t position, const RouteHint& hint) {
+  if (position >= static_cast<uint32_t>(chain.members_size())) {
+    return Status::Unavailable(chain_text(chain) + " has no position " + std::to_string(position));
+  }
+  const auto& m = chain.members(static_cast<int>(position));
+  if (m.state() != pb::MEMBER_SERVING) {
+    return Status::Unavailable(chain_text(chain) + ": position " + std::to_string(position) +
+                               " (target " + std::to_string(m.target_id()) + ") does not serve");
+  }
+  if (avoided(hint, m.target_id())) {
+    return Status::Unavailable(chain_text(chain) + ": position " + std::to_string(position) +
+                               " (target " + std::to_string(m.target_id()) + ") was tried already");
+  }
+  return m.target_id();
+}
+
 uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe) {
   // splitmix64 over the three: neighbouring stripes land on different members.
   uint64_t x = ino * 0x9E3779B97F4A7C15ull ^ (uint64_t{slot} << 40) ^ stripe;

@@ -11,6 +11,10 @@
 //   ChunkDirty goes to the last SERVING member (the only one that serves a
 //   dirty chunk); one refused with NotServing, or whose member could not
 //   be reached, goes to a member not tried yet.
+// * EC chains: member i holds position i, so every request for a chunk of
+//   position p goes to member p (ec_member); when it does not serve (or
+//   was tried), a read is rebuilt from K other positions and a write waits
+//   for the position to serve again.
 // Unavailable naming the chain when no member is left: the IO fails then.
 #pragma once
 
@@ -35,6 +39,11 @@ Result<uint32_t> chain_head(const proto::mds::Chain& chain);
 // set (a hash of ino, slot and stripe).
 Result<uint32_t> chain_reader(const proto::mds::Chain& chain, uint64_t spread_key,
                               const RouteHint& hint);
+
+// The member of an EC chain that holds `position`, when it is SERVING and
+// not in hint.avoid; Unavailable naming the chain and position otherwise.
+Result<uint32_t> ec_member(const proto::mds::Chain& chain, uint32_t position,
+                           const RouteHint& hint);
 
 // The key chain_reader spreads by: one per stripe unit of one chunk.
 uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe);

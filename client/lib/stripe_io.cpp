@@ -34,8 +34,10 @@ const char* verb(IoOp op) {
   return "?";
 }
 
-void set_ref(ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c, uint32_t target,
-             uint64_t chain_version) {
+}  // namespace
+
+void set_chunk_ref(ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c, uint32_t target,
+                   uint64_t chain_version) {
   ref->set_target_id(target);  // refused if the address now serves another target
   if (c.chain_id != 0) {       // else format 1: the legacy object named by object_id
     ref->set_chain_id(c.chain_id);
@@ -54,6 +56,8 @@ void set_ref(ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c, uint32
   }
 }
 
+namespace {
+
 net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p, uint32_t target,
                       uint64_t chain_version, std::chrono::milliseconds timeout) {
   const ChunkPiece& c = p.chunk;
@@ -62,7 +66,7 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
     case IoOp::kWrite: {
       ods::WriteRequest req;
       req.set_object_id(object_id);
-      set_ref(req.mutable_ref(), r, c, target, chain_version);
+      set_chunk_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
       const std::byte* src = r.buf + p.buf_offset;
@@ -74,7 +78,7 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
     case IoOp::kRead: {
       ods::ReadRequest req;
       req.set_object_id(object_id);
-      set_ref(req.mutable_ref(), r, c, target, chain_version);
+      set_chunk_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
       net::BulkRegion region{r.buf + p.buf_offset, c.length, net::BulkAccess::kServerPush};
@@ -86,14 +90,14 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
       if (c.chain_id == 0) {
         req.add_object_ids(object_id);
       } else {
-        set_ref(req.add_refs(), r, c, target, chain_version);
+        set_chunk_ref(req.add_refs(), r, c, target, chain_version);
       }
       return net::call_async<ods::OdsSync>(ch, req, {}, timeout);
     }
     case IoOp::kFallocate: {
       ods::FallocateRequest req;
       req.set_object_id(object_id);
-      set_ref(req.mutable_ref(), r, c, target, chain_version);
+      set_chunk_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
       req.set_mode(r.mode);
@@ -133,10 +137,12 @@ bool is_unreachable(Code c) {
 Status StripeIo::check(const IoRequest& r) {
   Status st = validate(r.layout, r.ino);
   if (!st.ok()) return Status::Corruption(st.message());
-  if (r.layout.erasure()) {
-    return Status::NotSupported("inode " + std::to_string(r.ino) +
-                                " has an erasure-coded layout (" + surge::describe(r.layout) +
-                                "), which this client cannot read or write");
+  if (r.layout.erasure() && r.op == IoOp::kFallocate) {
+    // A punch or zero of data needs its parity deltas, a reservation means
+    // little on one position: EOPNOTSUPP, and posix_fallocate writes zeros.
+    return Status::NotSupported("fallocate of inode " + std::to_string(r.ino) +
+                                ": its layout is erasure-coded (" + surge::describe(r.layout) +
+                                "), which takes no fallocate");
   }
   return Status::OK();
 }
@@ -188,14 +194,32 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
     auto chain = map_->chain(c.chain_id);
     if (!chain.ok()) return fail(chain.status(), false, true);
     a.chain_version = chain->version();
-    auto member = b.req_.op == IoOp::kRead
-                      ? chain_reader(*chain,
-                                     read_spread_key(c.chunk.ino, c.chunk.slot,
-                                                     c.chunk_offset / b.req_.layout.stripe_size),
-                                     a.piece.hint)
-                      : chain_head(*chain);
-    if (!member.ok()) return fail(member.status(), false, true);
-    a.target_id = *member;
+    if (chain->scheme() == proto::mds::SCHEME_EC) {
+      auto member = ec_member(*chain, c.chunk.position, a.piece.hint);
+      if (member.ok()) {
+        a.target_id = *member;
+      } else if (b.req_.op == IoOp::kRead) {
+        // Done here, before the next piece goes: a rebuild is rare, and
+        // its K reads are in flight together.
+        Status st = read_rebuilt(b.req_, a, *chain, b.timeout_);
+        if (st.ok()) return;
+        const bool unreachable = is_unreachable(st.code());
+        return fail(std::move(st), unreachable, false);
+      } else if (b.req_.op == IoOp::kSync) {
+        return;  // nothing of it is held where it does not serve
+      } else {
+        return fail(member.status(), false, false);  // retried until it serves or the io timeout
+      }
+    } else {
+      auto member = b.req_.op == IoOp::kRead
+                        ? chain_reader(*chain,
+                                       read_spread_key(c.chunk.ino, c.chunk.slot,
+                                                       c.chunk_offset / b.req_.layout.stripe_size),
+                                       a.piece.hint)
+                        : chain_head(*chain);
+      if (!member.ok()) return fail(member.status(), false, true);
+      a.target_id = *member;
+    }
   }
   auto addr = map_->address_of(a.target_id);
   if (!addr.ok()) return fail(addr.status(), false, true);

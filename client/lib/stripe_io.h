@@ -2,7 +2,9 @@
 // that hold it (common/chunk_map.h, the one mapping for every layout
 // format) and cut again into pieces no larger than kMaxPiece; each piece
 // goes to the member of its chain that the request wants (chain_route.h:
-// updates to the head, reads spread over the serving members), or for a
+// updates to the head, reads spread over the serving members; an EC
+// chunk's requests to the member of its position, a read whose position
+// does not serve rebuilt from K others: ec_rebuild.cpp), or for a
 // format 1 layout to the slot's target, all in parallel (call_async on
 // each), at most max_inflight_bytes outstanding at once. An IO completes
 // only when every piece it issued has completed (so no data server touches
@@ -63,6 +65,11 @@ struct IoRequest {
   proto::ods::FallocateMode mode = proto::ods::FALLOCATE_RESERVE;  // kFallocate
   bool keep_size = false;                                          // kFallocate
 };
+
+// The ChunkRef of piece c of r sent to target under chain_version: the
+// chunk id, and the file's last truncate in that chunk's terms.
+void set_chunk_ref(proto::ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c,
+                   uint32_t target, uint64_t chain_version);
 
 // buf: the source of a write, the destination of a read, null otherwise.
 IoRequest make_request(IoOp op, uint64_t ino, const FileLayout& layout, const void* buf);
@@ -168,6 +175,11 @@ class StripeIo {
   // Routes and sends one piece into b (a failure to route or connect is
   // recorded as failed at once).
   void issue(IoBatch& b, IoPiece piece);
+  // A read of an EC piece whose position does not serve: rebuilt into the
+  // request's buffer from K other positions of its group (ec_rebuild.cpp).
+  // On failure, a names the position that failed (target, address).
+  Status read_rebuilt(const IoRequest& r, PieceFailure& a, const proto::mds::Chain& chain,
+                      std::chrono::milliseconds timeout);
   Status first_failure(const IoRequest& r, const std::vector<PieceFailure>& failed);
 
   ClusterMapCache* map_;

@@ -112,6 +112,10 @@ class ClusterMap {
   // the chain's version: where the MDS sends a chunk's truncate or removal.
   // NotFound for an unknown chain, Unavailable when no member serves.
   Result<ChainHead> chain_head(uint32_t chain_id) const;
+  // Where an update of chunk position `position` of chain_id goes: a
+  // replicated chain's head; an EC chain's member of that position (member
+  // i holds position i), Unavailable naming it when it does not serve.
+  Result<ChainHead> chunk_holder(uint32_t chain_id, uint32_t position) const;
   // Registered target ids, for formation and admin checks.
   uint32_t target_count() const;
 

@@ -161,6 +161,35 @@ Result<ChainHead> ClusterMap::chain_head(uint32_t chain_id) const {
   return Status::Unavailable("chain " + std::to_string(chain_id) + " has no serving member");
 }
 
+Result<ChainHead> ClusterMap::chunk_holder(uint32_t chain_id, uint32_t position) const {
+  {
+    std::lock_guard lk(mu_);
+    const pb::Chain* c = chains_.find(chain_id);
+    if (c != nullptr && c->scheme() == pb::SCHEME_EC) {
+      const std::string what = "position " + std::to_string(position) + " of EC chain " +
+                               std::to_string(chain_id) + " (version " +
+                               std::to_string(c->version()) + ")";
+      if (position >= static_cast<uint32_t>(c->members_size())) {
+        return Status::NotFound(what + ": the chain has " + std::to_string(c->members_size()) +
+                                " members");
+      }
+      const pb::ChainMember& m = c->members(static_cast<int>(position));
+      auto it = targets_.find(m.target_id());
+      if (m.state() != pb::MEMBER_SERVING || it == targets_.end() ||
+          it->second.state() == pb::TARGET_DOWN) {
+        return Status::Unavailable(what + ": its member, target " + std::to_string(m.target_id()) +
+                                   ", does not serve");
+      }
+      ChainHead h;
+      h.target_id = m.target_id();
+      h.address = it->second.address();
+      h.chain_version = c->version();
+      return h;
+    }
+  }
+  return chain_head(chain_id);
+}
+
 std::vector<pb::Chain> ClusterMap::chains_named(const pb::Layout& layout) const {
   std::lock_guard lk(mu_);
   std::vector<pb::Chain> out;

@@ -45,7 +45,8 @@ bool head_unreachable(const Status& s) {
 constexpr auto kChainRetryFor = std::chrono::seconds(10);
 constexpr auto kChainRetryPause = std::chrono::milliseconds(50);
 
-// Runs op on where piece p lives: its chain's head, or its format 1 target.
+// Runs op on where piece p lives: its chain's head (an EC chain: the member
+// of its position), or its format 1 target.
 // A chained piece is retried as a client retries its IO (docs/redundancy.md,
 // "What the client does"): when the head answers StaleChain (its successor
 // failed and the MDS moved the chain) or WrongTarget, again at the chain's
@@ -65,7 +66,7 @@ Status on_piece(const ChunkPiece& p, ClusterMap& map, ObjectTargets& objects, co
   }
   const auto give_up = std::chrono::steady_clock::now() + kChainRetryFor;
   for (int attempt = 1;; ++attempt) {
-    SURGE_ASSIGN_OR_RETURN(ChainHead head, map.chain_head(p.chain_id));
+    SURGE_ASSIGN_OR_RETURN(ChainHead head, map.chunk_holder(p.chain_id, p.chunk.position));
     ChunkAddress a;
     a.target_id = head.target_id;
     a.address = head.address;

@@ -3,7 +3,8 @@
 // every layout format, through the one chunk map (common/chunk_map.h).
 // Format 1: each slot's legacy object on its target. Format 2: each chunk
 // through its chain's head (which forwards the change down the chain) with
-// the chain version the map holds.
+// the chain version the map holds; an EC chain's chunk at the member of its
+// position (a data position's cut sends the parity its delta).
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,8 @@ namespace pb = proto::ods;
 // resend after a failure can cross a late original).
 constexpr auto kTurnWait = std::chrono::milliseconds(500);
 constexpr size_t kReadPieceBytes = 256 << 10;
+// A delta's most bytes: what a receiving lane's pool buffer holds.
+constexpr uint64_t kMaxDelta = 1 << 20;
 
 ChunkKey key_of(const pb::ChunkRef& ref) {
   return {ref.ino(), ref.slot(), ref.position()};
@@ -136,7 +138,8 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
                : std::span<const uint32_t>(whole_crc);
     SURGE_ASSIGN_OR_RETURN(auto pieces,
                            pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what));
-    SURGE_RETURN_IF_ERROR(write_unit(place, req.ref(), at, n, buf, pieces, what, &version));
+    SURGE_RETURN_IF_ERROR(write_unit(place, req.ref(), at, n, buf, pieces,
+                                     req.sync() && done + n == len, what, &version));
     first_piece += npieces;
     done += n;
   }
@@ -148,18 +151,15 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
   }
   resp.set_object_size(size);
   resp.set_chunk_version(version);
-  if (req.sync()) {
-    // The data position's own bytes; the parity positions' follow with
-    // the chunk sync (a later session: OdsSync of EC chunks).
-    if (rec) SURGE_RETURN_IF_ERROR(chained_.chunks().sync(key, *rec));
-  }
+  // The parity positions synced the last delta before replying.
+  if (req.sync() && rec) SURGE_RETURN_IF_ERROR(chained_.chunks().sync(key, *rec));
   return Status::OK();
 }
 
 Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                             uint64_t n, net::PoolBuffer& buf,
-                            const std::vector<PulledPiece>& pieces, const std::string& what,
-                            uint64_t* version) {
+                            const std::vector<PulledPiece>& pieces, bool sync,
+                            const std::string& what, uint64_t* version) {
   const ChunkKey key = key_of(ref);
   ChunkStore& chunks = chained_.chunks();
   auto order = chained_.order().lock(key);
@@ -167,6 +167,10 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
   SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
   ChunkRecord rec = chained_.begin_life(*found);
   if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, ref, rec, what));
+  if (ref.truncate_seq() > rec.truncate_seq) {
+    // A truncate this chunk has not applied: cut first, as a chain head does.
+    SURGE_RETURN_IF_ERROR(cut(place, ref, rec, ref.truncate_size(), ref.truncate_seq(), what));
+  }
   std::vector<std::byte> old(n);
   SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, old, what));
   const uint64_t v = rec.version + 1;
@@ -175,12 +179,9 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
   SURGE_RETURN_IF_ERROR(
       store_pulled(chunks.objects(), rec.object_id, at, buf.data(), pieces, what));
   xor_into(buf.data(), old.data(), n);  // buf now holds the delta
-  Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, what);
+  Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, sync, what);
   if (!sent.ok()) {
-    std::lock_guard lk(pending_mu_);
-    if (pending_.size() < kMaxPending || pending_.count(key) != 0) {
-      pending_[key] = Pending{v, at, rec.truncate_seq, {buf.data(), buf.data() + n}};
-    }
+    keep_pending(key, v, at, rec.truncate_seq, {buf.data(), n});
     return sent;
   }
   rec.committed_version = v;
@@ -188,6 +189,124 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
   chained_.waits().changed();
   *version = v;
   return Status::OK();
+}
+
+void EcChunks::keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
+                            std::span<const std::byte> delta) {
+  std::lock_guard lk(pending_mu_);
+  if (pending_.size() < kMaxPending || pending_.count(key) != 0) {
+    pending_[key] = Pending{v, at, truncate_seq, {delta.begin(), delta.end()}};
+  }
+}
+
+Status EcChunks::cut(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
+                     uint64_t size, uint64_t seq, const std::string& what) {
+  ChunkStore& chunks = chained_.chunks();
+  const ChunkKey key = key_of(ref);
+  SURGE_ASSIGN_OR_RETURN(uint64_t held, chunks.size(rec));
+  if (held > size) {
+    SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf, pool_.acquire(kMaxDelta, std::chrono::seconds(30)));
+    const uint64_t unit = std::min<uint64_t>(buf.capacity(), kMaxDelta);
+    // From the end backwards: the bytes left always end where the chunk
+    // does, and each cut's version names exactly the bytes it left.
+    for (uint64_t end = held; end > size;) {
+      const uint64_t at = end - std::min(unit, end - size);
+      const uint64_t n = end - at;
+      SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, {buf.data(), n}, what));
+      const uint64_t v = rec.version + 1;
+      rec.version = v;
+      SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+      SURGE_RETURN_IF_ERROR_CTX(chunks.objects().truncate(rec.object_id, at), what);
+      // old ^ zeros: the delta of a cut is the bytes cut.
+      Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, false, what);
+      if (!sent.ok()) {
+        keep_pending(key, v, at, rec.truncate_seq, {buf.data(), n});
+        return sent;
+      }
+      rec.committed_version = v;
+      SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+      chained_.waits().changed();
+      end = at;
+    }
+  }
+  if (seq > rec.truncate_seq) {
+    rec.truncate_seq = seq;
+    SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+  }
+  return Status::OK();
+}
+
+Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& place,
+                          pb::TruncateReply& resp) {
+  const std::string what =
+      "EC truncate of " + name_of(req.ref()) + " to " + std::to_string(req.size());
+  SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  if (req.size() > chained_.chunks().objects().options().max_object_size) {
+    return Status::InvalidArgument(what + ": past the maximum chunk size");
+  }
+  const ChunkKey key = key_of(req.ref());
+  auto order = chained_.order().lock(key);
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  resp.set_chunk_version(0);
+  // A chunk never written holds nothing to cut.
+  SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, req.ref(), false));
+  if (!found) return Status::OK();
+  ChunkRecord rec = *found;
+  const uint64_t seq = req.ref().truncate_seq();
+  if (seq != 0 && rec.truncate_seq >= seq) {
+    resp.set_chunk_version(rec.version);
+    return Status::OK();  // applied before (a later writer may have written since)
+  }
+  if (place.ec_position >= place.ec_data) {
+    // Parity: the data positions' cuts send the bytes they cut, which
+    // leaves the parity of zeros (zero) wherever every data chunk is cut.
+    if (seq > rec.truncate_seq) {
+      rec.truncate_seq = seq;
+      SURGE_RETURN_IF_ERROR(chained_.chunks().index().put(key, rec, false));
+    }
+    resp.set_chunk_version(rec.version);
+    return Status::OK();
+  }
+  if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, req.ref(), rec, what));
+  SURGE_RETURN_IF_ERROR(cut(place, req.ref(), rec, req.size(), seq, what));
+  resp.set_chunk_version(rec.version);
+  return Status::OK();
+}
+
+Status EcChunks::remove(const pb::RemoveRequest& req, const ChainPlace& place,
+                        pb::RemoveReply& resp) {
+  const std::string what = "EC remove of " + name_of(req.ref());
+  SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  const ChunkKey key = key_of(req.ref());
+  auto order = chained_.order().lock(key);
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  SURGE_ASSIGN_OR_RETURN(auto rec, chained_.record(key, req.ref(), false));
+  const uint64_t seq = req.ref().truncate_seq();
+  if (rec && seq != 0 && rec->truncate_seq >= seq) {
+    resp.set_existed(true);  // a newer layout's chunk of the same name stays
+    return Status::OK();
+  }
+  bool existed = false;
+  if (rec) {
+    existed = chained_.chunks().objects().stat(rec->object_id).ok();
+    SURGE_RETURN_IF_ERROR(chained_.chunks().remove(key, *rec, false));
+  }
+  {
+    std::lock_guard lk(pending_mu_);
+    pending_.erase(key);
+  }
+  resp.set_existed(existed);
+  return Status::OK();
+}
+
+Status EcChunks::sync(const pb::ChunkRef& ref, const ChainPlace& place) {
+  const std::string what = "EC sync of " + name_of(ref);
+  SURGE_RETURN_IF_ERROR(check_ec_position(ref, place, view_.own_id(), what));
+  const ChunkKey key = key_of(ref);
+  auto order = chained_.order().lock(key);
+  SURGE_ASSIGN_OR_RETURN(auto rec, chained_.record(key, ref, false));
+  if (!rec) return Status::OK();
+  return chained_.chunks().sync(key, *rec).WithContext(what);
 }
 
 Status EcChunks::resend_pending(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
@@ -210,8 +329,9 @@ Status EcChunks::resend_pending(const ChainPlace& place, const pb::ChunkRef& ref
   auto buf = pool_.acquire(p.delta.size(), std::chrono::seconds(30));
   if (!buf.ok()) return buf.status().WithContext(what + ": resending a kept delta");
   std::memcpy(buf->data(), p.delta.data(), p.delta.size());
-  Status st = send_deltas(place, ref, p.at, {buf->data(), p.delta.size()}, p.version,
-                          p.truncate_seq, what + " (resending " + version_text(p.version) + ")");
+  Status st =
+      send_deltas(place, ref, p.at, {buf->data(), p.delta.size()}, p.version, p.truncate_seq, false,
+                  what + " (resending " + version_text(p.version) + ")");
   if (!st.ok()) {
     std::lock_guard lk(pending_mu_);
     pending_[key] = std::move(p);
@@ -225,7 +345,7 @@ Status EcChunks::resend_pending(const ChainPlace& place, const pb::ChunkRef& ref
 
 Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                              std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
-                             const std::string& what) {
+                             bool sync, const std::string& what) {
   const uint32_t k = place.ec_data;
   ChunkUpdate u;
   u.kind = pb::UPDATE_EC_DELTA;
@@ -235,6 +355,7 @@ Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, u
   u.piece_bytes = static_cast<uint32_t>(pb::kMaxPieceBytes);
   u.piece_crcs = piece_crcs_of(delta, at, u.piece_bytes);
   u.truncate_seq = truncate_seq;
+  u.sync = sync;
   u.source_position = place.ec_position;
   // Every parity position at once; each waits on nobody (hop 1), so the
   // lane argument of replicated chains holds. All sent are waited for

@@ -72,6 +72,19 @@ class EcChunks {
   // At any position.
   Status read(net::RpcContext& ctx, const proto::ods::ReadRequest& req, const ChainPlace& place,
               net::PoolBuffer buf, proto::ods::ReadReply& resp);
+  // At the position's member. A data position cut shorter sends what it
+  // cut as a delta first (the parity of zeros is zero, so the parity stays
+  // the code of the data with no cut of its own); a parity position only
+  // records the truncate generation. Longer: no byte changes.
+  Status truncate(const proto::ods::TruncateRequest& req, const ChainPlace& place,
+                  proto::ods::TruncateReply& resp);
+  // Drops the position's own chunk (idempotent; a generation check as in
+  // replicated chains). Nothing is forwarded: each position is removed at
+  // its own member.
+  Status remove(const proto::ods::RemoveRequest& req, const ChainPlace& place,
+                proto::ods::RemoveReply& resp);
+  // Makes the position's own chunk durable.
+  Status sync(const proto::ods::ChunkRef& ref, const ChainPlace& place);
   // UPDATE_EC_DELTA at a parity position.
   Status apply_delta(net::RpcContext& ctx, const proto::ods::ChainForwardRequest& req,
                      const ChainPlace& place, net::PoolBuffer buf,
@@ -81,19 +94,30 @@ class EcChunks {
   // The codec of place's K+M (made once per shape).
   Result<const ec::RsCodec*> codec(const ChainPlace& place);
   // One update of [at, at + n) of a data chunk whose new bytes are in buf.
+  // sync: the parity positions make the delta durable before replying.
   Status write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
                     uint64_t n, net::PoolBuffer& buf, const std::vector<PulledPiece>& pieces,
-                    const std::string& what, uint64_t* version);
+                    bool sync, const std::string& what, uint64_t* version);
   // Sends delta (buf[0, n), the data chunk's version v) to every parity
   // position of place's write chain and waits for all of them.
   Status send_deltas(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
-                     std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
+                     std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq, bool sync,
                      const std::string& what);
 
+  // Under key's update order, at a data position: cuts rec to size (when
+  // longer), from its end backwards one buffer at a time, each cut an
+  // update whose delta (the bytes cut) goes to the parity positions, and
+  // records generation seq (0: none) once cut.
+  Status cut(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
+             uint64_t size, uint64_t seq, const std::string& what);
   // Under key's update order: rec is dirty; sends its kept delta again and
   // commits it, or Unavailable when none is kept.
   Status resend_pending(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                         const std::string& what);
+
+  // Keeps the delta of key's update v (at `at`) for a resend.
+  void keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
+                    std::span<const std::byte> delta);
 
   struct Pending {
     uint64_t version = 0;

@@ -504,6 +504,10 @@ Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::Re
 Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply& resp) {
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "truncate"));
+  if (place.ec) {
+    SURGE_RETURN_IF_ERROR(ec_served(place, "truncate"));
+    return ec_->truncate(req, place, resp);
+  }
   if (place.chain_id != 0) return chained_->truncate(req, place, resp);
   // With a generation (the MDS's intent pass): nothing if the object
   // applied it already, so a late truncate never cuts a later write.
@@ -514,6 +518,10 @@ Status OdsService::truncate(const pb::TruncateRequest& req, pb::TruncateReply& r
 Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "remove"));
+  if (place.ec) {
+    SURGE_RETURN_IF_ERROR(ec_served(place, "remove"));
+    return ec_->remove(req, place, resp);
+  }
   if (place.chain_id != 0) return chained_->remove(req, place, resp);
   const uint64_t seq = req.ref().truncate_seq();
   SURGE_ASSIGN_OR_RETURN(bool existed, seq != 0 ? store_.remove_older_than(req.object_id(), seq)
@@ -550,7 +558,14 @@ Status OdsService::sync(const pb::SyncRequest& req, pb::SyncReply&) {
   std::vector<uint64_t> ids(req.object_ids().begin(), req.object_ids().end());
   // Legacy objects (all unsynced ones when no id is named and no chunk is).
   if (!ids.empty() || chunks.empty()) SURGE_RETURN_IF_ERROR(store_.sync(ids));
-  for (const auto& [ref, place] : chunks) SURGE_RETURN_IF_ERROR(chained_->sync(*ref, place));
+  for (const auto& [ref, place] : chunks) {
+    if (place.ec) {
+      SURGE_RETURN_IF_ERROR(ec_served(place, "sync"));
+      SURGE_RETURN_IF_ERROR(ec_->sync(*ref, place));
+    } else {
+      SURGE_RETURN_IF_ERROR(chained_->sync(*ref, place));
+    }
+  }
   return Status::OK();
 }
 
@@ -565,6 +580,14 @@ Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
 Status OdsService::fallocate(const pb::FallocateRequest& req, pb::FallocateReply& resp) {
   InflightGuard g(inflight_);
   SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "fallocate"));
+  if (place.ec) {
+    // Punching or zeroing a data range would need its parity deltas, and a
+    // reservation is of little use on one position: not offered for EC.
+    return Status::NotSupported(
+        "fallocate of " +
+        ChunkKey{req.ref().ino(), req.ref().slot(), req.ref().position()}.describe() +
+        " of EC chain " + std::to_string(place.chain_id) + ": EC chunks take no fallocate");
+  }
   if (place.chain_id != 0) return chained_->fallocate(req, place, resp);
   SURGE_RETURN_IF_ERROR(catch_up_truncate(req.ref(), req.object_id(), "fallocate"));
   ObjectStore::SpaceOp op;

@@ -183,9 +183,8 @@ TEST_F(EcLayoutTest, EcLayoutSurvivesRestart) {
 }
 
 // Removing an unlinked EC file reaches every chunk, data and parity, of
-// every slot. Today each goes to its chain's head, which forwards it down
-// the chain as for replicas (so position p's member gets it too); the EC
-// data path routes it to position p's member (docs/redundancy.md).
+// every slot, each at the member that holds its position (member i holds
+// position i of an EC chain; docs/redundancy.md).
 TEST_F(EcLayoutTest, UnlinkedEcFileHasEveryDataAndParityChunkRemoved) {
   auto d = mkdir(kRoot, "ec");
   ASSERT_TRUE(setstripe_ec(d->ino(), 2, 1, 2).ok());
@@ -198,9 +197,15 @@ TEST_F(EcLayoutTest, UnlinkedEcFileHasEveryDataAndParityChunkRemoved) {
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_EQ(st->collected, 1u);
   std::set<std::pair<uint32_t, uint32_t>> removed;  // (slot, position)
+  const pb::ClusterMap m = map_->snapshot();
   for (const ChunkAddress& a : objects_.removed_chunks) {
     EXPECT_EQ(a.ino, f->ino());
     EXPECT_EQ(a.chain_id, f->layout().chains(static_cast<int>(a.slot))) << "slot " << a.slot;
+    for (const auto& c : m.chains().chains()) {
+      if (c.chain_id() != a.chain_id) continue;
+      EXPECT_EQ(a.target_id, c.members(static_cast<int>(a.position)).target_id())
+          << "slot " << a.slot << " position " << a.position;
+    }
     removed.insert({a.slot, a.position});
   }
   std::set<std::pair<uint32_t, uint32_t>> every;

@@ -184,6 +184,36 @@ TEST(OdsEc, ConcurrentWritersOfOneGroupLeaveConsistentParity) {
   expect_parity_consistent(cl, f, len);
 }
 
+// A data position cut shorter sends the bytes it cut as a delta: the
+// parity stays the code of the data (zeros where every data chunk is cut);
+// a parity position's truncate changes nothing; remove drops one position.
+TEST(OdsEc, CutsAtADataPositionKeepParityConsistent) {
+  ChainCluster cl;
+  cl.start({.data_servers = 3, .replicas = 1});
+  cl.wait_targets_up();
+  EcFile f = make_ec_file(cl, 2, 1, "f");
+  std::mt19937_64 rng(5);
+  const uint64_t len = 3 << 20;
+  auto a = random_bytes(len, rng), b = random_bytes(len / 2, rng);
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 0), 0, a).ok());
+  ASSERT_TRUE(cl.write(ChainCluster::ec_ref(f.chain, f.ino, 1), 100, b).ok());
+  // Over two buffers cut from position 0, a few bytes from position 1.
+  ASSERT_TRUE(cl.truncate(ChainCluster::ec_ref(f.chain, f.ino, 0), 700000).ok());
+  ASSERT_TRUE(cl.truncate(ChainCluster::ec_ref(f.chain, f.ino, 1), len / 2 + 90).ok());
+  ASSERT_TRUE(cl.truncate(ChainCluster::ec_ref(f.chain, f.ino, 2), 10).ok());
+  expect_parity_consistent(cl, f, len);
+  ChunkRead d0 = read_position(cl, f, 0, len);
+  EXPECT_TRUE(
+      std::equal(a.begin(), a.begin() + 700000, reinterpret_cast<std::byte*>(d0.bytes.data())));
+  EXPECT_TRUE(
+      std::all_of(d0.bytes.begin() + 700000, d0.bytes.end(), [](uint8_t x) { return x == 0; }));
+  auto gone = cl.remove(ChainCluster::ec_ref(f.chain, f.ino, 0));
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_TRUE(*gone);
+  EXPECT_EQ(cl.stat(ChainCluster::ec_ref(f.chain, f.ino, 0)).status().code(), Code::kNotFound);
+  EXPECT_TRUE(cl.stat(ChainCluster::ec_ref(f.chain, f.ino, 1)).ok()) << "only position 0 goes";
+}
+
 TEST(OdsEc, WritesGoToTheirDataPositionOnly) {
   ChainCluster cl;
   cl.start({.data_servers = 3, .replicas = 1});

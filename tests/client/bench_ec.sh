@@ -1,0 +1,119 @@
+#!/bin/bash
+# Erasure coding's cost, in one run on loopback (issue 16): a local cluster
+# (1 MDS, 6 data servers with their object stores on tmpfs), then libsurge
+# (surge-bench --api native) writing fresh files and reading them back, as
+# IOR does, 1 MiB transfers, JOBS tasks (file per task), in three
+# directories of 1 MiB units:
+#   r1   setstripe --replicas 1 --count 6: one copy
+#   r3   setstripe --replicas 3 --count 6: three copies, through the head
+#   ec   setstripe --ec 4+2 --count 2: every write a parity delta from its
+#        data position to both parity positions (docs/redundancy.md)
+# then IOR-hard-like writes and reads (JOBS tasks interleaving 47,008-byte
+# records in one shared file) in r1 and ec, then degraded reads: files
+# written to /ec and kept, data server 0 killed (it holds a position of
+# every EC chain), read back by a fresh client.
+# Each figure is the best of REPEAT runs (other load only makes a run slower).
+#   SIZE=1g JOBS=2 REPEAT=3 bash tests/client/bench_ec.sh [BUILD_DIR]
+# Needs root (tmpfs).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=$(readlink -f "${1:-${SURGE_BUILD_DIR:-build}}")
+SIZE=${SIZE:-1g}
+JOBS=${JOBS:-2}
+REPEAT=${REPEAT:-3}
+PORT=${PORT:-7360}
+DIR=$(mktemp -d /var/tmp/surge-bench-ec.XXXXXX)
+CLUSTER="tools/surge-local-cluster"
+KEY=$DIR/cluster.key
+MDS=tcp://127.0.0.1:$PORT
+cleanup() {
+  "$CLUSTER" stop --dir "$DIR" >/dev/null 2>&1 || true
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+bytes() {  # 1g -> bytes
+  local v=${1%[kKmMgG]} u=${1: -1}
+  case $u in k|K) echo $((v << 10)) ;; m|M) echo $((v << 20)) ;; g|G) echo $((v << 30)) ;; *) echo "$1" ;; esac
+}
+per=$(($(bytes "$SIZE") / JOBS))
+"$CLUSTER" start --dir "$DIR" --build "$BUILD" --port "$PORT" --ods 6 --tmpfs 12g >/dev/null
+echo "cluster up in $DIR (6 data servers, object stores on tmpfs); $SIZE per phase over $JOBS tasks"
+ctl() { "$BUILD/tools/surgectl" --mds "$MDS" --key-file "$KEY" "$@"; }
+for d in r1 r3 ec ecdeg; do mkdir -p "$DIR/mnt/$d"; done
+ctl setstripe --size 1048576 --count 6 --replicas 1 /r1
+ctl setstripe --size 1048576 --count 6 --replicas 3 /r3
+ctl setstripe --size 1048576 --count 2 --ec 4+2 /ec
+ctl setstripe --size 1048576 --count 2 --ec 4+2 /ecdeg
+
+bench() {  # dir [flags]
+  local d=$1
+  shift
+  "$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o "/$d" -t 1m \
+    -b "$per" -n "$JOBS" -F --no-progress --json "$@"
+}
+# Removed files' chunks go in the background (the MDS's orphan collector):
+# each run starts on empty stores.
+wait_space_back() {
+  local used i
+  for i in $(seq 1 600); do
+    used=$(df --output=used -B1M "$DIR/tmpfs" | tail -1 | tr -d ' ')
+    [ "$used" -lt 64 ] && return 0
+    sleep 0.2
+  done
+  echo "bench_ec: the tmpfs still holds ${used} MiB two minutes after the files were removed" >&2
+  return 1
+}
+declare -A R
+keep_best() {  # key value
+  R[$1]=$(awk -v a="${R[$1]:-0}" -v b="$2" 'BEGIN { print (b > a) ? b : a }')
+}
+rate() {  # json phase
+  echo "$1" | sed -n "s/.*\"phase\":\"$2\"[^}]*\"mib_per_s\":\([0-9.]*\).*/\1/p"
+}
+for _ in $(seq 1 "$REPEAT"); do
+  for d in r1 r3 ec; do
+    wait_space_back
+    out=$(bench "$d" -e) || { echo "bench_ec: surge-bench in /$d failed: $out" >&2; exit 1; }
+    keep_best "$d,w" "$(rate "$out" write)"
+    keep_best "$d,r" "$(rate "$out" read)"
+  done
+done
+# IOR hard: 47,008-byte records, task t's j-th at (j * JOBS + t) * 47008.
+hard_per=$(( (per / 47008) * 47008 ))
+for _ in $(seq 1 "$REPEAT"); do
+  for d in r1 ec; do
+    wait_space_back
+    out=$("$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o "/$d" \
+      -t 47008 -b "$hard_per" -n "$JOBS" --interleaved -e --no-progress --json) ||
+      { echo "bench_ec: IOR-hard-like run in /$d failed: $out" >&2; exit 1; }
+    keep_best "hard-$d,w" "$(rate "$out" write)"
+    keep_best "hard-$d,r" "$(rate "$out" read)"
+  done
+done
+# Degraded: written once and kept, read healthy, then with a server gone.
+wait_space_back
+out=$(bench ecdeg -w -e -k) || { echo "bench_ec: writing /ecdeg failed: $out" >&2; exit 1; }
+for _ in $(seq 1 "$REPEAT"); do
+  out=$(bench ecdeg -r -k) || { echo "bench_ec: reading /ecdeg failed: $out" >&2; exit 1; }
+  keep_best "deg,healthy" "$(rate "$out" read)"
+done
+kill -KILL "$(cat "$DIR/run/ods0.pid")"
+for _ in $(seq 1 "$REPEAT"); do
+  out=$(bench ecdeg -r -k) || { echo "bench_ec: degraded read of /ecdeg failed: $out" >&2; exit 1; }
+  keep_best "deg,degraded" "$(rate "$out" read)"
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+echo
+printf "%-30s %12s %12s\n" "fresh files, $JOBS tasks" "write MiB/s" "read MiB/s"
+for d in r1 r3 ec; do printf "%-30s %12s %12s\n" "$d" "${R[$d,w]}" "${R[$d,r]}"; done
+printf "%-30s %12s %12s\n" "ec / r1" "$(ratio "${R[ec,w]}" "${R[r1,w]}")" "$(ratio "${R[ec,r]}" "${R[r1,r]}")"
+printf "%-30s %12s %12s\n" "ec / r3" "$(ratio "${R[ec,w]}" "${R[r3,w]}")" "$(ratio "${R[ec,r]}" "${R[r3,r]}")"
+printf "%-30s %12s %12s\n" "IOR-hard-like r1" "${R[hard-r1,w]}" "${R[hard-r1,r]}"
+printf "%-30s %12s %12s\n" "IOR-hard-like ec" "${R[hard-ec,w]}" "${R[hard-ec,r]}"
+printf "%-30s %12s %12s\n" "IOR-hard-like ec / r1" "$(ratio "${R[hard-ec,w]}" "${R[hard-r1,w]}")" \
+  "$(ratio "${R[hard-ec,r]}" "${R[hard-r1,r]}")"
+printf "%-30s %12s %12s\n" "ec kept files: healthy read" "" "${R[deg,healthy]}"
+printf "%-30s %12s %12s\n" "ec, data server 0 killed" "" "${R[deg,degraded]}"
+printf "%-30s %12s %12s\n" "degraded / healthy" "" "$(ratio "${R[deg,degraded]}" "${R[deg,healthy]}")"
