@@ -10,6 +10,7 @@
 // between, a delta on its way) answers ChunkDirty, and DataPath tries
 // again: the bytes rebuilt are never a mix of two versions.
 #include <cstring>
+#include <memory>
 
 #include "client/lib/stripe_io.h"
 #include "common/crc32c.h"
@@ -57,7 +58,7 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
     uint32_t position = 0;
     uint32_t target = 0;
     std::string addr;
-    std::vector<std::byte> bytes;
+    std::unique_ptr<std::byte[]> bytes;  // len bytes, not zeroed: the read fills them
     net::PendingCall call;
     proto::ods::ReadReply reply;
   };
@@ -92,8 +93,8 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
     set_chunk_ref(req.mutable_ref(), r, at, s.target, chain.version());
     req.set_offset(c.chunk_offset);
     req.set_length(len);
-    s.bytes.resize(len);
-    net::BulkRegion region{s.bytes.data(), len, net::BulkAccess::kServerPush};
+    s.bytes.reset(new std::byte[len]);
+    net::BulkRegion region{s.bytes.get(), len, net::BulkAccess::kServerPush};
     s.call = net::call_async<proto::ods::OdsRead>(
         **ch, req, std::span<const net::BulkRegion>(&region, 1), timeout);
   }
@@ -104,7 +105,7 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
     if (st.ok() && s.reply.length() > len) {
       st = Status::ProtocolError("returned " + std::to_string(s.reply.length()) + " bytes for a " +
                                  std::to_string(len) + "-byte read");
-    } else if (st.ok() && crc32c(s.bytes.data(), s.reply.length()) != s.reply.crc32c()) {
+    } else if (st.ok() && crc32c(s.bytes.get(), s.reply.length()) != s.reply.crc32c()) {
       st = Status::Corruption("checksum mismatch");
     }
     if (!st.ok()) {
@@ -113,7 +114,7 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
       continue;
     }
     // Past a chunk's end, inside the group: zeros, as the code counts them.
-    std::memset(s.bytes.data() + s.reply.length(), 0, len - s.reply.length());
+    std::memset(s.bytes.get() + s.reply.length(), 0, len - s.reply.length());
   }
   if (!first.ok()) return first;
 
@@ -157,7 +158,7 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
   std::vector<uint8_t*> chunks(k + m, nullptr);
   ec::ChunkSet present, want;
   for (Survivor& s : got) {
-    chunks[s.position] = reinterpret_cast<uint8_t*>(s.bytes.data());
+    chunks[s.position] = reinterpret_cast<uint8_t*>(s.bytes.get());
     present.set(s.position);
   }
   chunks[q] = reinterpret_cast<uint8_t*>(r.buf + a.piece.buf_offset);

@@ -199,12 +199,10 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
       if (member.ok()) {
         a.target_id = *member;
       } else if (b.req_.op == IoOp::kRead) {
-        // Done here, before the next piece goes: a rebuild is rare, and
-        // its K reads are in flight together.
-        Status st = read_rebuilt(b.req_, a, *chain, b.timeout_);
-        if (st.ok()) return;
-        const bool unreachable = is_unreachable(st.code());
-        return fail(std::move(st), unreachable, false);
+        // After the batch's other pieces are sent: their reads and the
+        // rebuild's K overlap.
+        b.rebuilds_.push_back(IoBatch::Rebuild{std::move(a), *chain});
+        return;
       } else if (b.req_.op == IoOp::kSync) {
         return;  // nothing of it is held where it does not serve
       } else {
@@ -294,9 +292,21 @@ void IoBatch::finish_front() {
   failed_.push_back(std::move(c.attempt));
 }
 
+void IoBatch::finish_rebuilds() {
+  for (Rebuild& rb : rebuilds_) {
+    Status st = io_->read_rebuilt(req_, rb.attempt, rb.chain, timeout_);
+    if (st.ok()) continue;
+    rb.attempt.unreachable = is_unreachable(st.code());
+    rb.attempt.status = std::move(st);
+    failed_.push_back(std::move(rb.attempt));
+  }
+  rebuilds_.clear();
+}
+
 Status IoBatch::wait() {
   if (done_) return result_;
   done_ = true;
+  finish_rebuilds();
   while (!calls_.empty()) finish_front();
   if (failed_.empty()) return result_ = Status::OK();
   if (on_failed_) return result_ = on_failed_(failed_);
@@ -335,6 +345,7 @@ std::vector<PieceFailure> StripeIo::run(const IoRequest& r, std::vector<IoPiece>
     }
     issue(b, std::move(p));
   }
+  b.finish_rebuilds();
   while (!b.calls_.empty()) b.finish_front();
   b.done_ = true;
   return std::move(b.failed_);

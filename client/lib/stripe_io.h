@@ -113,11 +113,19 @@ class IoBatch {
     net::PendingCall call;
     PieceFailure attempt;  // piece, target, address; status filled on failure
   };
+  // An EC read whose position does not serve, rebuilt once every other
+  // piece of the batch is in flight.
+  struct Rebuild {
+    PieceFailure attempt;
+    proto::mds::Chain chain;
+  };
   void finish_front();
+  void finish_rebuilds();
 
   StripeIo* io_ = nullptr;
   IoRequest req_;
   std::deque<Call> calls_;
+  std::vector<Rebuild> rebuilds_;
   uint64_t inflight_bytes_ = 0;
   std::chrono::milliseconds timeout_{0};  // of each request it sends
   std::vector<PieceFailure> failed_;
