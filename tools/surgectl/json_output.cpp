@@ -216,8 +216,36 @@ Json chain_compare_json(const ChainCompareResult& r) {
               {"differ", differ}};
 }
 
+Json ec_chain_check_json(const EcChainCheckResult& r) {
+  Json bad = Json::array();
+  for (const auto& x : r.mismatches) {
+    Json j{{"ino", x.ino},
+           {"slot", x.slot},
+           {"parity", x.parity},
+           {"chunk_offset", x.chunk_offset},
+           {"what", x.what}};
+    if (x.what == "bytes") j["first_differing_byte"] = x.first_differing_byte;
+    if (x.what == "versions") {
+      j["data_position"] = x.data_position;
+      j["applied"] = x.applied;
+      j["data_version"] = x.data_version;
+    }
+    bad.push_back(j);
+  }
+  return Json{{"id", r.chain_id},
+              {"version", r.chain_version},
+              {"ec_data", r.k},
+              {"ec_parity", r.m},
+              {"checked", r.checked},
+              {"error", r.error},
+              {"chunk_sets_checked", r.groups_checked},
+              {"bytes_checked", r.bytes_checked},
+              {"inconsistent", bad}};
+}
+
 Json scrub_json(const std::vector<TargetScrubResult>& results,
-                const std::vector<ChainCompareResult>& chains) {
+                const std::vector<ChainCompareResult>& chains,
+                const std::vector<EcChainCheckResult>& ec_chains) {
   uint64_t bad = 0, objects = 0, bytes = 0, differ = 0, chunks_compared = 0;
   int unscrubbed = 0, uncompared = 0;
   Json targets = Json::array();
@@ -253,15 +281,26 @@ Json scrub_json(const std::vector<TargetScrubResult>& results,
     uncompared += !c.compared && !c.corrupt;
     chain_docs.push_back(chain_compare_json(c));
   }
+  Json ec_docs = Json::array();
+  uint64_t inconsistent = 0;
+  int unchecked = 0;
+  for (const auto& c : ec_chains) {
+    inconsistent += c.mismatches.size();
+    unchecked += !c.checked;
+    ec_docs.push_back(ec_chain_check_json(c));
+  }
   return Json{{"targets", targets},
               {"chains", chain_docs},
+              {"ec_chains", ec_docs},
               {"objects_checked", objects},
               {"bytes_checked", bytes},
               {"corrupt_blocks", bad},
               {"unscrubbed_targets", unscrubbed},
               {"chunks_compared", chunks_compared},
               {"replica_differences", differ},
-              {"uncompared_chains", uncompared}};
+              {"uncompared_chains", uncompared},
+              {"parity_inconsistent", inconsistent},
+              {"unchecked_ec_chains", unchecked}};
 }
 
 Json df_json(const FsStat& s, const std::vector<FileSystemSpace>& file_systems,

@@ -15,6 +15,7 @@
 #include "net/proto/mds.pb.h"
 #include "surge/client.h"
 #include "tools/surgectl/chain_report.h"
+#include "tools/surgectl/ec_parity_check.h"
 #include "tools/surgectl/replica_compare.h"
 #include "tools/surgectl/space_report.h"
 #include "tools/surgectl/target_scrub.h"
@@ -53,7 +54,9 @@ Json drain_json(const proto::mds::SetTargetDrainReply& r);
 Json drained_json(uint32_t target_id, double seconds);
 // surgectl scrub: every target's and chain's result and the totals.
 Json scrub_json(const std::vector<TargetScrubResult>& targets,
-                const std::vector<ChainCompareResult>& chains);
+                const std::vector<ChainCompareResult>& chains,
+                const std::vector<EcChainCheckResult>& ec_chains);
+Json ec_chain_check_json(const EcChainCheckResult& r);
 Json chain_compare_json(const ChainCompareResult& r);
 // surgectl df: the totals (each file system once) and every file system
 // with the targets on it.

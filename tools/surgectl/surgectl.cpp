@@ -1,18 +1,19 @@
 // surgectl: Surge administration from the command line.
 //   surgectl [--mds ADDR] [--key-file F] [--json] status | targets | chains | df
-//   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N | --ec K+M] | getstripe PATH
-//   surgectl ... drain TARGET_ID [--wait] | undrain TARGET_ID   (or drain --off)
-//   surgectl ... rebalance [--dry-run] [--max-moves N] [--wait]
-//   surgectl ... scrub [--target ID] [--crc-only]
+//   surgectl ... setstripe DIR [--size BYTES] [--count N] [--replicas N | --ec K+M] | getstripe
+//   PATH surgectl ... drain TARGET_ID [--wait] | undrain TARGET_ID   (or drain --off) surgectl ...
+//   rebalance [--dry-run] [--max-moves N] [--wait] surgectl ... scrub [--target ID] [--crc-only]
 //   surgectl keygen FILE        (a new cluster key, mode 0600)
 // PATH / DIR: a path under a Surge mount (/mnt/surge/dir) or a path in
 // the Surge namespace (/dir); see mount_path.h.
 //
 // Exit status: 0 success; 1 an error (message on stderr naming what
 // failed). scrub: 3 when corruption was found or the replicas of a chunk
-// differ, else 2 when some target could not be scrubbed or some
-// replicated chain could not be compared (down, unreachable, error, fewer
-// than 2 serving members), else 0 (1: it could not start, e.g. the MDS is
+// differ or an EC chain's parity differs from its data, else 2 when some
+// target could not be scrubbed or some replicated chain could not be
+// compared (down, unreachable, error, fewer than 2 serving members) or
+// some EC chain's parity could not be checked (a position that does not
+// serve), else 0 (1: it could not start, e.g. the MDS is
 // unreachable or the target id unknown).
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -27,10 +28,11 @@
 #include "tools/surgectl/chain_report.h"
 #include "tools/surgectl/cluster_admin.h"
 #include "tools/surgectl/drain_wait.h"
+#include "tools/surgectl/ec_parity_check.h"
 #include "tools/surgectl/ec_report.h"
-#include "tools/surgectl/rebalance.h"
-#include "tools/surgectl/mount_path.h"
 #include "tools/surgectl/json_output.h"
+#include "tools/surgectl/mount_path.h"
+#include "tools/surgectl/rebalance.h"
 #include "tools/surgectl/replica_compare.h"
 #include "tools/surgectl/space_report.h"
 #include "tools/surgectl/target_scrub.h"
@@ -232,6 +234,26 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
     chains.push_back(
         surge::tools::compare_chain(c, *m, key, std::chrono::seconds(slice_timeout_s), !crc_only));
   }
+  // And the parity of every EC chain against its data.
+  std::vector<surge::tools::EcChainCheckResult> ec_chains;
+  for (const auto& c : m->chains().chains()) {
+    if (c.scheme() != pb::SCHEME_EC) continue;
+    if (target >= 0) {
+      bool member = false;
+      for (const auto& cm : c.members()) {
+        member |= cm.target_id() == static_cast<uint64_t>(target);
+      }
+      if (!member) continue;
+    }
+    ec_chains.push_back(
+        surge::tools::check_ec_chain(c, *m, key, std::chrono::seconds(slice_timeout_s)));
+  }
+  uint64_t inconsistent = 0;
+  int unchecked = 0;
+  for (const auto& c : ec_chains) {
+    inconsistent += c.mismatches.size();
+    unchecked += !c.checked;
+  }
   uint64_t differ = 0, chunks_compared = 0;
   int uncompared = 0;
   for (const auto& c : chains) {
@@ -249,7 +271,7 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
     unscrubbed += !r.scrubbed;
   }
   if (json) {
-    print_json(surge::tools::scrub_json(results, chains));
+    print_json(surge::tools::scrub_json(results, chains, ec_chains));
   } else {
     for (const auto& r : results) {
       if (!r.scrubbed) {
@@ -280,9 +302,14 @@ int scrub(surge::tools::ClusterAdmin& admin, const std::string& key, int64_t tar
         "scrub: %zu replicated chains, %llu chunks compared, %llu replicas differ, %d chains not "
         "compared\n",
         chains.size(), ull(chunks_compared), ull(differ), uncompared);
+    for (const auto& c : ec_chains) std::printf("%s", surge::tools::ec_chain_text(c).c_str());
+    if (!ec_chains.empty()) {
+      std::printf("scrub: %zu EC chains, %llu parity windows inconsistent, %d chains not checked\n",
+                  ec_chains.size(), ull(inconsistent), unchecked);
+    }
   }
-  if (bad > 0 || differ > 0) return 3;
-  return unscrubbed > 0 || uncompared > 0 ? 2 : 0;
+  if (bad > 0 || differ > 0 || inconsistent > 0) return 3;
+  return unscrubbed > 0 || uncompared > 0 || unchecked > 0 ? 2 : 0;
 }
 
 // df: the totals from the MDS (each file system once), then each data
