@@ -19,6 +19,10 @@
 //   never an error it answered. A format 1 piece has no other copy: it
 //   fails at once, as before chains.
 // * Unavailable (an answer: try later): refetch and retry after a pause.
+// * EC chunks (chain_route.h, ec_member): a read whose position's member
+//   does not serve or failed is rebuilt from K others by StripeIo; a write
+//   to such a position is Unavailable until it serves again (no degraded
+//   writes yet).
 // Anything else is the error. The application sees an error (EIO) only
 // when a piece has no member left to try, or the io timeout has passed
 // since the IO began; the error names the chunk, the target and address.

@@ -114,7 +114,8 @@ class ClusterMap {
   Result<ChainHead> chain_head(uint32_t chain_id) const;
   // Where an update of chunk position `position` of chain_id goes: a
   // replicated chain's head; an EC chain's member of that position (member
-  // i holds position i), Unavailable naming it when it does not serve.
+  // i holds position i), SERVING or SYNCING, Unavailable naming it when it
+  // is offline.
   Result<ChainHead> chunk_holder(uint32_t chain_id, uint32_t position) const;
   // Registered target ids, for formation and admin checks.
   uint32_t target_count() const;

@@ -267,6 +267,13 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
     resp.set_chunk_version(rec.version);
     return Status::OK();
   }
+  if (place.state != proto::mds::MEMBER_SERVING) {
+    // Its bytes are stale until rebuilt: their cut would send the parity a
+    // delta of bytes the group does not hold.
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
+                               " is being rebuilt in the chain (version " +
+                               std::to_string(place.version) + ")");
+  }
   if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, req.ref(), rec, what));
   SURGE_RETURN_IF_ERROR(cut(place, req.ref(), rec, req.size(), seq, what));
   resp.set_chunk_version(rec.version);

@@ -64,7 +64,7 @@ class EcChunks {
            net::BufferPool& pool);
 
   // Deltas kept for a resend at most (each up to one pool buffer).
-  static constexpr size_t kMaxPending = 64;
+  static constexpr size_t kMaxPending = 16;
 
   // At a data position. buf: one pool buffer.
   Status write(net::RpcContext& ctx, const proto::ods::WriteRequest& req, const ChainPlace& place,
