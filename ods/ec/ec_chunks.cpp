@@ -175,9 +175,25 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
   SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, old, what));
   const uint64_t v = rec.version + 1;
   rec.version = v;
-  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
-  SURGE_RETURN_IF_ERROR(
-      store_pulled(chunks.objects(), rec.object_id, at, buf.data(), pieces, what));
+  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
+  Status stored = store_pulled(chunks.objects(), rec.object_id, at, buf.data(), pieces, what);
+  if (!stored.ok()) {
+    // Part of the range may have changed (a full disk, a failed piece):
+    // the parity gets whatever did, so version v names the bytes held,
+    // and the write fails.
+    if (read_range(chunks, rec, at, {buf.data(), n}, what).ok()) {
+      xor_into(buf.data(), old.data(), n);
+      Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, false, what);
+      if (!sent.ok()) {
+        keep_pending(key, v, at, rec.truncate_seq, {buf.data(), n});
+      } else {
+        rec.committed_version = v;
+        (void)chunks.index().put(key, rec, false);
+        chained_.waits().changed();
+      }
+    }
+    return stored;
+  }
   xor_into(buf.data(), old.data(), n);  // buf now holds the delta
   Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, sync, what);
   if (!sent.ok()) {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
+#include <sys/mount.h>
 
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -33,10 +35,18 @@ struct ChainClusterOptions {
   // where a healthy but slowed data server can miss 1 s of heartbeats and
   // be marked down, and its chains resync under the test's feet.
   uint32_t target_timeout_ms = 60000;
+  // Non-empty: data server 0's data dir is a tmpfs of this size ("40m"),
+  // mounted for the test (needs root; throws without), so it fills.
+  std::string ods0_tmpfs_size = {};
 };
 
 class ChainCluster {
  public:
+  ~ChainCluster() {
+    ods_.clear();  // the data servers go before the file systems they use
+    for (const std::string& m : mounts_) ::umount2(m.c_str(), MNT_DETACH);
+  }
+
   struct Ods {
     DaemonProcess proc;
     std::string dir, address, log;
@@ -48,10 +58,13 @@ class ChainCluster {
     key_file_ = make_key(dir_);
     key_ = key_of(key_file_);
     const std::string mds_config = dir_.path() + "/mds.toml";
-    std::ofstream(mds_config) << "[namespace]\ndefault_replicas = " << o.replicas
-                              << "\ndefault_stripe_count = 1\n[targets]\nheartbeat_interval_ms = 100\n"
-                              << "timeout_ms = " << surge::test::sanitizer_scaled(o.target_timeout_ms)
-                              << "\n";
+    std::ofstream(mds_config)
+        << "[namespace]\ndefault_replicas = " << o.replicas
+        << "\ndefault_stripe_count = 1\n[targets]\nheartbeat_interval_ms = 100\n"
+        << "timeout_ms = " << surge::test::sanitizer_scaled(o.target_timeout_ms)
+        << "\n"
+        // A small disk is not "full" to placement.
+        << (o.ods0_tmpfs_size.empty() ? "" : "min_free_bytes = 1048576\n");
     const std::string line = mds_.start(
         build_dir() + "/mds/surge-mds",
         {"--config", mds_config, "--data-dir", dir_.path() + "/mds", "--listen", listen_address(),
@@ -68,8 +81,19 @@ class ChainCluster {
       ods_[i] = std::make_unique<Ods>();
       ods_[i]->dir = dir_.path() + "/ods" + std::to_string(i);
       ods_[i]->log = dir_.path() + "/ods" + std::to_string(i) + ".log";
+      if (i == 0 && !o.ods0_tmpfs_size.empty()) mount_tmpfs(ods_[i]->dir, o.ods0_tmpfs_size);
       start_ods(i, listen_address());
     }
+  }
+
+  void mount_tmpfs(const std::string& path, const std::string& size) {
+    std::filesystem::create_directories(path);
+    const std::string opts = "size=" + size;
+    if (::mount("tmpfs", path.c_str(), "tmpfs", 0, opts.c_str()) != 0) {
+      throw std::runtime_error("mount a tmpfs of " + size + " on " + path +
+                               " (needs root): " + std::strerror(errno));
+    }
+    mounts_.push_back(path);
   }
 
   // Starts (or restarts, on its old data dir) data server i.
@@ -337,6 +361,7 @@ class ChainCluster {
   std::shared_ptr<net::RpcChannel> mds_ch_;
   std::vector<std::unique_ptr<Ods>> ods_;
   std::map<uint32_t, std::unique_ptr<OdsClient>> clients_;
+  std::vector<std::string> mounts_;  // tmpfs mounts to undo
 };
 
 }  // namespace surge::ods::testing
