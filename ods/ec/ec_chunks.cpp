@@ -126,7 +126,7 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
   const uint32_t pbytes = req.piece_bytes();
   const std::vector<uint32_t> whole_crc{req.crc32c()};
   size_t first_piece = 0;
-  uint64_t version = 0;
+  ChunkRecord rec;  // as the last unit left it
   // One update per unit, as in replicated chains: units end at multiples
   // of the buffer size, so pieces never straddle two.
   for (uint64_t done = 0; done < len;) {
@@ -138,72 +138,65 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
                : std::span<const uint32_t>(whole_crc);
     SURGE_ASSIGN_OR_RETURN(auto pieces,
                            pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what));
-    SURGE_RETURN_IF_ERROR(write_unit(place, req.ref(), at, n, buf, pieces,
-                                     req.sync() && done + n == len, what, &version));
+    SURGE_RETURN_IF_ERROR(
+        write_unit(place, req.ref(), at, n, buf, pieces, req.sync() && done + n == len, what, rec));
     first_piece += npieces;
     done += n;
   }
-  const ChunkKey key = key_of(req.ref());
-  SURGE_ASSIGN_OR_RETURN(auto rec, chained_.chunks().index().get(key));
-  uint64_t size = 0;
-  if (rec) {
-    SURGE_ASSIGN_OR_RETURN(size, chained_.chunks().size(*rec));
-  }
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chained_.chunks().size(rec));
   resp.set_object_size(size);
-  resp.set_chunk_version(version);
+  resp.set_chunk_version(rec.version);
   // The parity positions synced the last delta before replying.
-  if (req.sync() && rec) SURGE_RETURN_IF_ERROR(chained_.chunks().sync(key, *rec));
+  if (req.sync()) SURGE_RETURN_IF_ERROR(chained_.chunks().sync(key_of(req.ref()), rec));
   return Status::OK();
 }
 
 Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                             uint64_t n, net::PoolBuffer& buf,
                             const std::vector<PulledPiece>& pieces, bool sync,
-                            const std::string& what, uint64_t* version) {
+                            const std::string& what, ChunkRecord& rec) {
   const ChunkKey key = key_of(ref);
   ChunkStore& chunks = chained_.chunks();
   auto order = chained_.order().lock(key);
   SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
-  ChunkRecord rec = chained_.begin_life(*found);
+  rec = chained_.begin_life(*found);
   if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, ref, rec, what));
   if (ref.truncate_seq() > rec.truncate_seq) {
     // A truncate this chunk has not applied: cut first, as a chain head does.
     SURGE_RETURN_IF_ERROR(cut(place, ref, rec, ref.truncate_size(), ref.truncate_seq(), what));
   }
-  std::vector<std::byte> old(n);
-  SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, old, what));
-  const uint64_t v = rec.version + 1;
-  rec.version = v;
+  std::unique_ptr<std::byte[]> old(new std::byte[n]);  // read_range fills every byte
+  SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, {old.get(), n}, what));
+  rec.version += 1;
   SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
   Status stored = store_pulled(chunks.objects(), rec.object_id, at, buf.data(), pieces, what);
   if (!stored.ok()) {
     // Part of the range may have changed (a full disk, a failed piece):
-    // the parity gets whatever did, so version v names the bytes held,
+    // the parity gets whatever did, so the version names the bytes held,
     // and the write fails.
     if (read_range(chunks, rec, at, {buf.data(), n}, what).ok()) {
-      xor_into(buf.data(), old.data(), n);
-      Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, false, what);
-      if (!sent.ok()) {
-        keep_pending(key, v, at, rec.truncate_seq, {buf.data(), n});
-      } else {
-        rec.committed_version = v;
-        (void)chunks.index().put(key, rec, false);
-        chained_.waits().changed();
-      }
+      xor_into(buf.data(), old.get(), n);
+      (void)deliver(place, ref, rec, at, {buf.data(), n}, false, what);
     }
     return stored;
   }
-  xor_into(buf.data(), old.data(), n);  // buf now holds the delta
-  Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, sync, what);
+  xor_into(buf.data(), old.get(), n);  // buf now holds the delta
+  return deliver(place, ref, rec, at, {buf.data(), n}, sync, what);
+}
+
+Status EcChunks::deliver(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
+                         uint64_t at, std::span<const std::byte> delta, bool sync,
+                         const std::string& what) {
+  const ChunkKey key = key_of(ref);
+  Status sent = send_deltas(place, ref, at, delta, rec.version, rec.truncate_seq, sync, what);
   if (!sent.ok()) {
-    keep_pending(key, v, at, rec.truncate_seq, {buf.data(), n});
+    keep_pending(key, rec.version, at, rec.truncate_seq, delta);
     return sent;
   }
-  rec.committed_version = v;
-  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+  rec.committed_version = rec.version;
+  SURGE_RETURN_IF_ERROR(chained_.chunks().index().put(key, rec, false).WithContext(what));
   chained_.waits().changed();
-  *version = v;
   return Status::OK();
 }
 
@@ -229,19 +222,11 @@ Status EcChunks::cut(const ChainPlace& place, const pb::ChunkRef& ref, ChunkReco
       const uint64_t at = end - std::min(unit, end - size);
       const uint64_t n = end - at;
       SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, {buf.data(), n}, what));
-      const uint64_t v = rec.version + 1;
-      rec.version = v;
-      SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+      rec.version += 1;
+      SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
       SURGE_RETURN_IF_ERROR_CTX(chunks.objects().truncate(rec.object_id, at), what);
       // old ^ zeros: the delta of a cut is the bytes cut.
-      Status sent = send_deltas(place, ref, at, {buf.data(), n}, v, rec.truncate_seq, false, what);
-      if (!sent.ok()) {
-        keep_pending(key, v, at, rec.truncate_seq, {buf.data(), n});
-        return sent;
-      }
-      rec.committed_version = v;
-      SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
-      chained_.waits().changed();
+      SURGE_RETURN_IF_ERROR(deliver(place, ref, rec, at, {buf.data(), n}, false, what));
       end = at;
     }
   }
@@ -352,18 +337,10 @@ Status EcChunks::resend_pending(const ChainPlace& place, const pb::ChunkRef& ref
   auto buf = pool_.acquire(p.delta.size(), std::chrono::seconds(30));
   if (!buf.ok()) return buf.status().WithContext(what + ": resending a kept delta");
   std::memcpy(buf->data(), p.delta.data(), p.delta.size());
-  Status st =
-      send_deltas(place, ref, p.at, {buf->data(), p.delta.size()}, p.version, p.truncate_seq, false,
-                  what + " (resending " + version_text(p.version) + ")");
-  if (!st.ok()) {
-    std::lock_guard lk(pending_mu_);
-    pending_[key] = std::move(p);
-    return st;
-  }
-  rec.committed_version = rec.version;
-  SURGE_RETURN_IF_ERROR(chained_.chunks().index().put(key, rec, false));
-  chained_.waits().changed();
-  return Status::OK();
+  // rec is as the failed update left it (dirty, nothing since): its version
+  // and truncate generation are the kept delta's.
+  return deliver(place, ref, rec, p.at, {buf->data(), p.delta.size()}, false,
+                 what + " (resending " + version_text(p.version) + ")");
 }
 
 Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
@@ -474,11 +451,11 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
             : std::span<const uint32_t>(whole);
     SURGE_RETURN_IF_ERROR(
         pull_verified(ctx, 0, off, len, req.piece_bytes(), crcs, buf.data(), what).status());
-    std::vector<std::byte> parity(len);
-    SURGE_RETURN_IF_ERROR(read_range(chunks, rec, off, parity, what));
+    std::unique_ptr<std::byte[]> parity(new std::byte[len]);  // read_range fills every byte
+    SURGE_RETURN_IF_ERROR(read_range(chunks, rec, off, {parity.get(), len}, what));
     SURGE_RETURN_IF_ERROR(rs->UpdateOneParity(src, place.ec_position - k,
                                               reinterpret_cast<const uint8_t*>(buf.data()),
-                                              reinterpret_cast<uint8_t*>(parity.data()), len)
+                                              reinterpret_cast<uint8_t*>(parity.get()), len)
                               .WithContext(what));
     // Dirty while the bytes change: a reader never combines a half-applied
     // parity with data, and a crash here leaves it marked for repair.
@@ -486,7 +463,7 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
     rec.version = pv;
     rec.applied[src] = v;
     SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
-    iovec seg{parity.data(), parity.size()};
+    iovec seg{parity.get(), len};
     auto stored = chunks.objects().write(rec.object_id, off, {&seg, 1}, req.sync());
     if (!stored.ok()) return stored.status().WithContext(what);
     rec.committed_version = pv;

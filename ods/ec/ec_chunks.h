@@ -95,9 +95,15 @@ class EcChunks {
   Result<const ec::RsCodec*> codec(const ChainPlace& place);
   // One update of [at, at + n) of a data chunk whose new bytes are in buf.
   // sync: the parity positions make the delta durable before replying.
+  // rec: the chunk's record as the update left it.
   Status write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
                     uint64_t n, net::PoolBuffer& buf, const std::vector<PulledPiece>& pieces,
-                    bool sync, const std::string& what, uint64_t* version);
+                    bool sync, const std::string& what, ChunkRecord& rec);
+  // Under the update order of ref's chunk, after rec's update (rec.version)
+  // is stored: sends its delta (at `at`, in registered memory) to the
+  // parity positions and commits it, or keeps it for a resend.
+  Status deliver(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
+                 uint64_t at, std::span<const std::byte> delta, bool sync, const std::string& what);
   // Sends delta (buf[0, n), the data chunk's version v) to every parity
   // position of place's write chain and waits for all of them.
   Status send_deltas(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
