@@ -121,6 +121,25 @@ Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
   return Status::OK();
 }
 
+Status check_write_request(net::RpcContext& ctx, const pb::WriteRequest& req, uint64_t max_size,
+                           size_t cap, const std::string& what) {
+  const uint64_t off = req.offset(), len = req.length();
+  if (len == 0 || off > max_size || len > max_size - off) {
+    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
+                                   std::to_string(len) + ") empty or past the maximum chunk size");
+  }
+  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, len, what));
+  if (ctx.bulk().length(0) != len) {
+    return Status::InvalidArgument(what + ": bulk region longer than the write");
+  }
+  SURGE_RETURN_IF_ERROR(
+      check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), cap, what));
+  if (req.piece_bytes() == 0 && req.piece_crc32c_size() != 0) {
+    return Status::InvalidArgument(what + ": piece CRCs without a piece size");
+  }
+  return Status::OK();
+}
+
 Status pull_checked(net::RpcContext& ctx, uint64_t base, uint64_t at, uint64_t len,
                     uint32_t piece_bytes, std::span<const uint32_t> crcs, std::byte* dst,
                     ObjectStore& store, uint64_t id, const std::string& what) {
@@ -235,21 +254,9 @@ Status ChainedChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req,
                               std::to_string(place.version));
   }
   const uint64_t off = req.offset(), len = req.length();
-  const uint64_t max_size = chunks_.objects().options().max_object_size;
-  if (len == 0 || off > max_size || len > max_size - off) {
-    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
-                                   std::to_string(len) + ") empty or past the maximum chunk size");
-  }
-  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, len, what));
-  if (ctx.bulk().length(0) != len) {
-    return Status::InvalidArgument(what + ": bulk region longer than the write");
-  }
   const size_t cap = buf.capacity();
   SURGE_RETURN_IF_ERROR(
-      check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), cap, what));
-  if (req.piece_bytes() == 0 && req.piece_crc32c_size() != 0) {
-    return Status::InvalidArgument(what + ": piece CRCs without a piece size");
-  }
+      check_write_request(ctx, req, chunks_.objects().options().max_object_size, cap, what));
   if (!req.sync() && len <= cap - off % cap) {
     return write_one_unit(ctx, req, place, buf, resp, what);
   }

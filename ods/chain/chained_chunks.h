@@ -163,6 +163,12 @@ Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs,
 Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
                     const std::string& what);
 
+// The checks of a chained write before anything is pulled: a range that
+// is not empty and ends within max_size, one pull region of exactly its
+// length, and pieces that fit a buffer of cap bytes.
+Status check_write_request(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
+                           uint64_t max_size, size_t cap, const std::string& what);
+
 // Pulls [at, at + len) of a request's bulk region 0 (from region offset
 // base) into dst and checks each piece's CRC as pull_checked does, storing
 // nothing; store_pulled stores the pieces afterwards.
@@ -186,6 +192,12 @@ Status check_pieces(uint64_t off, uint64_t len, uint32_t piece_bytes, int ncrcs,
 // len bytes.
 Status check_region(net::RpcContext& ctx, net::BulkAccess want, uint64_t len,
                     const std::string& what);
+
+// The checks of a chained write before anything is pulled: a range that
+// is not empty and ends within max_size, one pull region of exactly its
+// length, and pieces that fit a buffer of cap bytes.
+Status check_write_request(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
+                           uint64_t max_size, size_t cap, const std::string& what);
 
 // Pulls [at, at + len) of a request's bulk region 0 (from region offset
 // base) into dst, checking each piece's CRC (piece_bytes > 0: crcs has one

@@ -108,21 +108,9 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
                                std::to_string(place.version) + ")");
   }
   const uint64_t off = req.offset(), len = req.length();
-  const uint64_t max_size = chained_.chunks().objects().options().max_object_size;
-  if (len == 0 || off > max_size || len > max_size - off) {
-    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
-                                   std::to_string(len) + ") empty or past the maximum chunk size");
-  }
-  SURGE_RETURN_IF_ERROR(check_region(ctx, net::BulkAccess::kServerPull, len, what));
-  if (ctx.bulk().length(0) != len) {
-    return Status::InvalidArgument(what + ": bulk region longer than the write");
-  }
   const size_t cap = buf.capacity();
-  SURGE_RETURN_IF_ERROR(
-      check_pieces(off, len, req.piece_bytes(), req.piece_crc32c_size(), cap, what));
-  if (req.piece_bytes() == 0 && req.piece_crc32c_size() != 0) {
-    return Status::InvalidArgument(what + ": piece CRCs without a piece size");
-  }
+  SURGE_RETURN_IF_ERROR(check_write_request(
+      ctx, req, chained_.chunks().objects().options().max_object_size, cap, what));
   const uint32_t pbytes = req.piece_bytes();
   const std::vector<uint32_t> whole_crc{req.crc32c()};
   size_t first_piece = 0;
