@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "net/proto/ods_methods.h"
 #include "net/rpc_channel.h"
+#include "tools/surgectl/chain_listing.h"
 
 namespace surge::tools {
 
@@ -20,52 +21,19 @@ namespace ods = proto::ods;
 namespace {
 
 constexpr uint64_t kWindow = 1 << 20;  // per OdsRead of a position
-constexpr uint32_t kPageEntries = 1024;
 
 using Group = std::pair<uint64_t, uint32_t>;  // ino, slot
 
-struct Position {
-  uint32_t target_id = 0;
-  std::string address;
-  std::shared_ptr<net::RpcChannel> channel;
-  std::string who() const { return "target " + std::to_string(target_id) + " at " + address; }
-};
-
-ods::ChunkRef ref_for(const Position& p, const pb::Chain& chain) {
-  ods::ChunkRef r;
-  r.set_target_id(p.target_id);
-  r.set_chain_id(chain.chain_id());
-  r.set_chain_version(chain.version());
-  return r;
-}
+using Position = MemberChannel;
 
 // The size of every chunk of `position` the member holds, by group.
 Status list_sizes(const Position& p, uint32_t position, const pb::Chain& chain,
                   std::map<Group, uint64_t>* sizes) {
-  ods::ListChunksRequest req;
-  *req.mutable_ref() = ref_for(p, chain);
-  req.set_from_start(true);
-  req.set_max_entries(kPageEntries);
-  for (;;) {
-    ods::ListChunksReply resp;
-    Status st = p.channel->call<ods::OdsListChunks>(req, &resp);
-    if (!st.ok()) {
-      return st.WithContext("listing the chunks of EC chain " + std::to_string(chain.chain_id()) +
-                            " on " + p.who());
-    }
-    for (const auto& c : resp.chunks()) {
-      if (c.position() != position) continue;  // not this member's to hold
-      uint64_t& s = (*sizes)[{c.ino(), c.slot()}];
-      s = std::max<uint64_t>(s, c.size());
-    }
-    if (resp.eof() || resp.chunks_size() == 0) break;
-    const auto& last = resp.chunks(resp.chunks_size() - 1);
-    req.set_from_start(false);
-    req.mutable_ref()->set_ino(last.ino());
-    req.mutable_ref()->set_slot(last.slot());
-    req.mutable_ref()->set_position(last.position());
-  }
-  return Status::OK();
+  return list_chain_chunks(p, chain, false, [&](const ods::ChunkState& c) {
+    if (c.position() != position) return;  // not this member's to hold
+    uint64_t& s = (*sizes)[{c.ino(), c.slot()}];
+    s = std::max<uint64_t>(s, c.size());
+  });
 }
 
 struct Window {
@@ -78,7 +46,7 @@ struct Window {
 Result<Window> read_window(const Position& p, const pb::Chain& chain, const Group& g,
                            uint32_t position, uint64_t off, uint64_t len, uint32_t k) {
   ods::ReadRequest req;
-  *req.mutable_ref() = ref_for(p, chain);
+  *req.mutable_ref() = member_ref(p, chain);
   req.mutable_ref()->set_ino(g.first);
   req.mutable_ref()->set_slot(g.second);
   req.mutable_ref()->set_position(position);

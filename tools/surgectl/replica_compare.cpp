@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "net/proto/ods_methods.h"
 #include "net/rpc_channel.h"
+#include "tools/surgectl/chain_listing.h"
 #include "tools/surgectl/cluster_admin.h"
 
 namespace surge::tools {
@@ -21,25 +22,11 @@ namespace ods = proto::ods;
 
 namespace {
 
-constexpr uint32_t kPageEntries = 1024;
 constexpr uint64_t kReadBytes = 1 << 20;  // per OdsRead of a copy
 
 using Key = std::tuple<uint64_t, uint32_t, uint32_t>;  // ino, slot, position
 
-struct Member {
-  uint32_t target_id = 0;
-  std::string address;
-  std::shared_ptr<net::RpcChannel> channel;
-  std::string who() const { return "target " + std::to_string(target_id) + " at " + address; }
-};
-
-ods::ChunkRef ref_for(const Member& m, const pb::Chain& chain) {
-  ods::ChunkRef r;
-  r.set_target_id(m.target_id);
-  r.set_chain_id(chain.chain_id());
-  r.set_chain_version(chain.version());
-  return r;
-}
+using Member = MemberChannel;
 
 ChunkCopy copy_of(const Member& m, const ods::ChunkState* s) {
   ChunkCopy c;
@@ -58,26 +45,9 @@ ChunkCopy copy_of(const Member& m, const ods::ChunkState* s) {
 // Every chunk of the chain on one member, in key order.
 Result<std::map<Key, ods::ChunkState>> list_all(const Member& m, const pb::Chain& chain) {
   std::map<Key, ods::ChunkState> out;
-  ods::ListChunksRequest req;
-  *req.mutable_ref() = ref_for(m, chain);
-  req.set_from_start(true);
-  req.set_max_entries(kPageEntries);
-  req.set_with_crc(true);
-  for (;;) {
-    ods::ListChunksReply resp;
-    Status st = m.channel->call<ods::OdsListChunks>(req, &resp);
-    if (!st.ok()) {
-      return st.WithContext("listing the chunks of chain " + std::to_string(chain.chain_id()) +
-                            " on " + m.who());
-    }
-    for (const auto& c : resp.chunks()) out[{c.ino(), c.slot(), c.position()}] = c;
-    if (resp.eof() || resp.chunks_size() == 0) break;
-    const auto& last = resp.chunks(resp.chunks_size() - 1);
-    req.set_from_start(false);
-    req.mutable_ref()->set_ino(last.ino());
-    req.mutable_ref()->set_slot(last.slot());
-    req.mutable_ref()->set_position(last.position());
-  }
+  SURGE_RETURN_IF_ERROR(list_chain_chunks(m, chain, true, [&](const ods::ChunkState& c) {
+    out[{c.ino(), c.slot(), c.position()}] = c;
+  }));
   return out;
 }
 
@@ -95,7 +65,7 @@ std::optional<Key> before(const Key& k) {
 Result<std::optional<ods::ChunkState>> list_one(const Member& m, const pb::Chain& chain,
                                                 const Key& k) {
   ods::ListChunksRequest req;
-  *req.mutable_ref() = ref_for(m, chain);
+  *req.mutable_ref() = member_ref(m, chain);
   auto b = before(k);
   req.set_from_start(!b.has_value());
   if (b) {
@@ -121,7 +91,7 @@ Result<std::optional<ods::ChunkState>> list_one(const Member& m, const pb::Chain
 Result<std::string> read_copy(const Member& m, const pb::Chain& chain, const Key& k, uint64_t off,
                               uint64_t len) {
   ods::ReadRequest req;
-  *req.mutable_ref() = ref_for(m, chain);
+  *req.mutable_ref() = member_ref(m, chain);
   req.mutable_ref()->set_ino(std::get<0>(k));
   req.mutable_ref()->set_slot(std::get<1>(k));
   req.mutable_ref()->set_position(std::get<2>(k));
