@@ -92,32 +92,40 @@ TEST(ChunkIndexTest, ObjectIdsAreNeverHandedOutTwice) {
   EXPECT_GT(*id, last) << "an id handed out before the reopen came again";
 }
 
+// Appends v as n big-endian bytes, as the index stores its fields.
+void be(std::string& s, uint64_t v, int n) {
+  for (int i = n - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// A fresh index in dir/ix holding one record of an older format, written
+// behind ChunkIndex's back: key {ino, slot, position} -> value.
+void put_old_record(const std::string& dir, uint64_t ino, uint32_t slot, uint32_t position,
+                    const std::string& value) {
+  {
+    auto ix = ChunkIndex::Open(dir + "/ix");
+    ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  }
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir + "/ix", &db).ok());
+  std::string key = "k";
+  be(key, ino, 8);
+  be(key, slot, 4);
+  be(key, position, 4);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, value).ok());
+  delete db;
+}
+
 // A record as a data server of format 1 wrote it: "k" ino slot position ->
 // format byte 1, chain, version, committed, incomplete, object id.
 TEST(ChunkIndexTest, AFormatOneRecordReadsAsGenerationZero) {
   TempDir dir;
-  {
-    auto ix = ChunkIndex::Open(dir.path() + "/ix");
-    ASSERT_TRUE(ix.ok()) << ix.status().ToString();
-  }
-  {
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.path() + "/ix", &db).ok());
-    auto be = [](std::string& s, uint64_t v, int n) {
-      for (int i = n - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    };
-    std::string key = "k", value(1, '\x01');
-    be(key, 10, 8);
-    be(key, 2, 4);
-    be(key, 0, 4);
-    be(value, 7, 4);
-    be(value, 5, 8);
-    be(value, 5, 8);
-    value.push_back(0);
-    be(value, 99, 8);
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, value).ok());
-    delete db;
-  }
+  std::string value(1, '\x01');
+  be(value, 7, 4);
+  be(value, 5, 8);
+  be(value, 5, 8);
+  value.push_back(0);
+  be(value, 99, 8);
+  ASSERT_NO_FATAL_FAILURE(put_old_record(dir.path(), 10, 2, 0, value));
   auto ix = ChunkIndex::Open(dir.path() + "/ix");
   ASSERT_TRUE(ix.ok()) << ix.status().ToString();
   auto got = (*ix)->get({10, 2, 0});
@@ -141,29 +149,14 @@ TEST(ChunkIndexTest, AFormatOneRecordReadsAsGenerationZero) {
 // with them.
 TEST(ChunkIndexTest, AFormatTwoRecordReadsWithoutAppliedVersions) {
   TempDir dir;
-  {
-    auto ix = ChunkIndex::Open(dir.path() + "/ix");
-    ASSERT_TRUE(ix.ok()) << ix.status().ToString();
-  }
-  {
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), dir.path() + "/ix", &db).ok());
-    auto be = [](std::string& s, uint64_t v, int n) {
-      for (int i = n - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    };
-    std::string key = "k", value(1, '\x02');
-    be(key, 10, 8);
-    be(key, 2, 4);
-    be(key, 5, 4);
-    be(value, 7, 4);
-    be(value, 6, 8);
-    be(value, 6, 8);
-    value.push_back(0);
-    be(value, 99, 8);
-    be(value, 4, 8);
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), key, value).ok());
-    delete db;
-  }
+  std::string value(1, '\x02');
+  be(value, 7, 4);
+  be(value, 6, 8);
+  be(value, 6, 8);
+  value.push_back(0);
+  be(value, 99, 8);
+  be(value, 4, 8);
+  ASSERT_NO_FATAL_FAILURE(put_old_record(dir.path(), 10, 2, 5, value));
   auto ix = ChunkIndex::Open(dir.path() + "/ix");
   ASSERT_TRUE(ix.ok()) << ix.status().ToString();
   auto got = (*ix)->get({10, 2, 5});
