@@ -21,5 +21,6 @@ using OdsChainForward = net::MethodDef<kServiceOds, 9, ChainForwardRequest, Chai
 using OdsListChunks = net::MethodDef<kServiceOds, 10, ListChunksRequest, ListChunksReply>;
 using OdsResyncChunk = net::MethodDef<kServiceOds, 11, ResyncChunkRequest, ResyncChunkReply>;
 using OdsFallocate = net::MethodDef<kServiceOds, 12, FallocateRequest, FallocateReply>;
+using OdsEcCommit = net::MethodDef<kServiceOds, 13, EcCommitRequest, EcCommitReply>;
 
 }  // namespace surge::proto::ods

@@ -3,9 +3,11 @@
 #include "ods/ec/ec_chunks.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <optional>
 
+#include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
 #include "ods/chain/chunk_lives.h"
 
@@ -61,6 +63,10 @@ std::string version_text(uint64_t v) {
          std::to_string(v & kSeqMask) + ")";
 }
 
+uint64_t bit(uint32_t position) {
+  return uint64_t{1} << position;
+}
+
 }  // namespace
 
 Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint32_t own_id,
@@ -81,7 +87,17 @@ Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint3
 
 EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
                    net::BufferPool& pool)
-    : chained_(chained), view_(view), forwarder_(forwarder), pool_(pool) {}
+    : chained_(chained), view_(view), forwarder_(forwarder), pool_(pool) {
+  sweeper_ = std::jthread([this](std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lk(mu);
+    while (!cv.wait_for(lk, stop, std::chrono::seconds(1), [] { return false; })) {
+      if (stop.stop_requested()) break;
+      send_expired();
+    }
+  });
+}
 
 Result<const ec::RsCodec*> EcChunks::codec(const ChainPlace& place) {
   std::lock_guard lk(codecs_mu_);
@@ -98,9 +114,12 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
   const std::string what = "EC write of " + name_of(req.ref());
   SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
   if (place.ec_position >= place.ec_data) {
+    if (req.ec_group_versions_size() > 0)
+      return write_parity(ctx, req, place, std::move(buf), resp);
     return Status::InvalidArgument(what + ": position " + std::to_string(place.ec_position) +
                                    " holds parity; writes go to data positions 0.." +
-                                   std::to_string(place.ec_data - 1));
+                                   std::to_string(place.ec_data - 1) +
+                                   " (or a full group's parity, with its versions)");
   }
   if (place.state != proto::mds::MEMBER_SERVING) {
     return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
@@ -113,6 +132,9 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
       ctx, req, chained_.chunks().objects().options().max_object_size, cap, what));
   const uint32_t pbytes = req.piece_bytes();
   const std::vector<uint32_t> whole_crc{req.crc32c()};
+  // A hold is one update (a sync write is never held: its reply means durable).
+  const bool hold = req.ec_hold() && !req.sync() && off % cap + len <= cap;
+  bool held = false;
   size_t first_piece = 0;
   ChunkRecord rec;  // as the last unit left it
   // One update per unit, as in replicated chains: units end at multiples
@@ -126,14 +148,15 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
                : std::span<const uint32_t>(whole_crc);
     SURGE_ASSIGN_OR_RETURN(auto pieces,
                            pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what));
-    SURGE_RETURN_IF_ERROR(
-        write_unit(place, req.ref(), at, n, buf, pieces, req.sync() && done + n == len, what, rec));
+    SURGE_RETURN_IF_ERROR(write_unit(place, req.ref(), at, n, buf, pieces,
+                                     req.sync() && done + n == len, hold, what, rec, held));
     first_piece += npieces;
     done += n;
   }
   SURGE_ASSIGN_OR_RETURN(uint64_t size, chained_.chunks().size(rec));
   resp.set_object_size(size);
   resp.set_chunk_version(rec.version);
+  resp.set_ec_held(held);
   // The parity positions synced the last delta before replying.
   if (req.sync()) SURGE_RETURN_IF_ERROR(chained_.chunks().sync(key_of(req.ref()), rec));
   return Status::OK();
@@ -141,16 +164,23 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
 
 Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                             uint64_t n, net::PoolBuffer& buf,
-                            const std::vector<PulledPiece>& pieces, bool sync,
-                            const std::string& what, ChunkRecord& rec) {
+                            const std::vector<PulledPiece>& pieces, bool sync, bool hold,
+                            const std::string& what, ChunkRecord& rec, bool& held) {
+  held = false;
   const ChunkKey key = key_of(ref);
   ChunkStore& chunks = chained_.chunks();
   auto order = chained_.order().lock(key);
   SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
   SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
   rec = chained_.begin_life(*found);
-  if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, ref, rec, what));
-  if (ref.truncate_seq() > rec.truncate_seq) {
+  const bool cut_first = ref.truncate_seq() > rec.truncate_seq;
+  const bool holding = hold && held_room(n);
+  // Deltas not yet sent go first (parity applies a position's in version
+  // order), unless this update is held behind held ones too.
+  if (rec.dirty() && (!holding || cut_first || !only_held(key, rec))) {
+    SURGE_RETURN_IF_ERROR(send_kept(place, ref, rec, rec.version, 0, what));
+  }
+  if (cut_first) {
     // A truncate this chunk has not applied: cut first, as a chain head does.
     SURGE_RETURN_IF_ERROR(cut(place, ref, rec, ref.truncate_size(), ref.truncate_seq(), what));
   }
@@ -163,36 +193,128 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
     // Part of the range may have changed (a full disk, a failed piece):
     // the parity gets whatever did, so the version names the bytes held,
     // and the write fails.
-    if (read_range(chunks, rec, at, {buf.data(), n}, what).ok()) {
+    if (read_range(chunks, rec, at, {buf.data(), n}, what).ok() &&
+        send_kept(place, ref, rec, rec.version - 1, 0, what).ok()) {
       xor_into(buf.data(), old.get(), n);
-      (void)deliver(place, ref, rec, at, {buf.data(), n}, false, what);
+      (void)deliver(place, ref, rec, rec.version, rec.truncate_seq, at, {buf.data(), n}, false,
+                    what);
     }
     return stored;
   }
+  if (holding) {
+    // Step 1 of a full-group write: the client sends the parity; the
+    // commit says which parity positions still need this delta.
+    xor_into(old.get(), buf.data(), n);  // old now holds the delta
+    Pending p;
+    p.version = rec.version;
+    p.at = at;
+    p.truncate_seq = rec.truncate_seq;
+    p.delta = std::move(old);
+    p.length = n;
+    p.held = true;
+    p.since = std::chrono::steady_clock::now();
+    p.ref = ref;
+    held = keep(key, std::move(p));
+    if (held) return Status::OK();
+    return Status::Internal(what + ": a held delta was refused");  // keep() takes every hold
+  }
   xor_into(buf.data(), old.get(), n);  // buf now holds the delta
-  return deliver(place, ref, rec, at, {buf.data(), n}, sync, what);
+  return deliver(place, ref, rec, rec.version, rec.truncate_seq, at, {buf.data(), n}, sync, what);
 }
 
 Status EcChunks::deliver(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
-                         uint64_t at, std::span<const std::byte> delta, bool sync,
-                         const std::string& what) {
+                         uint64_t v, uint64_t truncate_seq, uint64_t at,
+                         std::span<const std::byte> delta, bool sync, const std::string& what,
+                         uint64_t skip) {
   const ChunkKey key = key_of(ref);
-  Status sent = send_deltas(place, ref, at, delta, rec.version, rec.truncate_seq, sync, what);
+  Status sent = send_deltas(place, ref, at, delta, v, truncate_seq, sync, what, skip);
   if (!sent.ok()) {
-    keep_pending(key, rec.version, at, rec.truncate_seq, delta);
+    keep_pending(key, v, at, truncate_seq, delta);
     return sent;
   }
-  rec.committed_version = rec.version;
+  rec.committed_version = v;
   SURGE_RETURN_IF_ERROR(chained_.chunks().index().put(key, rec, false).WithContext(what));
   chained_.waits().changed();
   return Status::OK();
 }
 
+bool EcChunks::keep(const ChunkKey& key, Pending p) {
+  std::lock_guard lk(pending_mu_);
+  if (!p.held) {
+    size_t failed = 0;
+    for (const auto& [k, versions] : pending_) {
+      for (const auto& [v, q] : versions) failed += q.held ? 0 : 1;
+    }
+    if (failed >= kMaxPending) return false;
+  }
+  const uint64_t v = p.version;
+  pending_[key][v] = std::move(p);
+  return true;
+}
+
+bool EcChunks::held_room(uint64_t n) {
+  std::lock_guard lk(pending_mu_);
+  uint64_t held = 0;
+  for (const auto& [k, versions] : pending_) {
+    for (const auto& [v, q] : versions) held += q.held ? q.length : 0;
+  }
+  return held + n <= kMaxHeldBytes;
+}
+
+bool EcChunks::only_held(const ChunkKey& key, const ChunkRecord& rec) {
+  std::lock_guard lk(pending_mu_);
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return false;
+  for (uint64_t v = rec.committed_version + 1; v <= rec.version; ++v) {
+    auto q = it->second.find(v);
+    if (q == it->second.end() || !q->second.held) return false;
+  }
+  return true;
+}
+
 void EcChunks::keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
                             std::span<const std::byte> delta) {
-  std::lock_guard lk(pending_mu_);
-  if (pending_.size() < kMaxPending || pending_.count(key) != 0) {
-    pending_[key] = Pending{v, at, truncate_seq, {delta.begin(), delta.end()}};
+  Pending p;
+  p.version = v;
+  p.at = at;
+  p.truncate_seq = truncate_seq;
+  p.delta.reset(new std::byte[delta.size()]);
+  std::memcpy(p.delta.get(), delta.data(), delta.size());
+  p.length = delta.size();
+  (void)keep(key, std::move(p));
+}
+
+void EcChunks::send_expired() {
+  std::vector<std::pair<ChunkKey, pb::ChunkRef>> due;
+  {
+    std::lock_guard lk(pending_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [key, versions] : pending_) {
+      for (const auto& [v, p] : versions) {
+        if (p.held && now - p.since >= kHoldTimeout) {
+          due.emplace_back(key, p.ref);
+          break;
+        }
+      }
+    }
+  }
+  for (const auto& [key, ref] : due) {
+    const std::string what = "EC write of " + name_of(ref) + " (held, its commit did not come)";
+    auto order = chained_.order().lock(key);
+    auto place = view_.place(ref.chain_id());
+    auto found = place.ok() ? chained_.record(key, ref, false)
+                            : Result<std::optional<ChunkRecord>>(place.status());
+    if (!found.ok() || !*found || !(*found)->dirty() || !place->ec) {
+      // Gone, or sent by a later update: nothing is left to send.
+      if (found.ok()) {
+        std::lock_guard lk(pending_mu_);
+        pending_.erase(key);
+      }
+      continue;
+    }
+    ChunkRecord rec = **found;
+    Status st = send_kept(*place, ref, rec, rec.version, 0, what);
+    if (!st.ok()) SLOG_WARN("{}", st.ToString());
   }
 }
 
@@ -214,7 +336,8 @@ Status EcChunks::cut(const ChainPlace& place, const pb::ChunkRef& ref, ChunkReco
       SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
       SURGE_RETURN_IF_ERROR_CTX(chunks.objects().truncate(rec.object_id, at), what);
       // old ^ zeros: the delta of a cut is the bytes cut.
-      SURGE_RETURN_IF_ERROR(deliver(place, ref, rec, at, {buf.data(), n}, false, what));
+      SURGE_RETURN_IF_ERROR(deliver(place, ref, rec, rec.version, rec.truncate_seq, at,
+                                    {buf.data(), n}, false, what));
       end = at;
     }
   }
@@ -263,7 +386,7 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
                                " is being rebuilt in the chain (version " +
                                std::to_string(place.version) + ")");
   }
-  if (rec.dirty()) SURGE_RETURN_IF_ERROR(resend_pending(place, req.ref(), rec, what));
+  if (rec.dirty()) SURGE_RETURN_IF_ERROR(send_kept(place, req.ref(), rec, rec.version, 0, what));
   SURGE_RETURN_IF_ERROR(cut(place, req.ref(), rec, req.size(), seq, what));
   resp.set_chunk_version(rec.version);
   return Status::OK();
@@ -305,35 +428,51 @@ Status EcChunks::sync(const pb::ChunkRef& ref, const ChainPlace& place) {
   return chained_.chunks().sync(key, *rec).WithContext(what);
 }
 
-Status EcChunks::resend_pending(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
-                                const std::string& what) {
+Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
+                           uint64_t upto, uint64_t skip, const std::string& what) {
   const ChunkKey key = key_of(ref);
-  Pending p;
-  {
-    std::lock_guard lk(pending_mu_);
-    auto it = pending_.find(key);
-    if (it != pending_.end() && it->second.version == rec.version) p = std::move(it->second);
-    if (it != pending_.end()) pending_.erase(it);
+  // Versions of one chunk's life follow each other: the updates not yet
+  // at every parity position are committed_version + 1 .. version.
+  while (rec.committed_version < upto) {
+    const uint64_t v = rec.committed_version + 1;
+    Pending p;
+    {
+      std::lock_guard lk(pending_mu_);
+      auto it = pending_.find(key);
+      if (it != pending_.end()) {
+        auto q = it->second.find(v);
+        if (q != it->second.end()) {
+          p = std::move(q->second);
+          it->second.erase(q);
+        }
+        // Older ones are sent already (a failed send keeps them again).
+        it->second.erase(it->second.begin(), it->second.lower_bound(v));
+        if (it->second.empty()) pending_.erase(it);
+      }
+    }
+    if (!p.delta) {
+      return Status::Unavailable(
+          what + ": target " + std::to_string(view_.own_id()) + " holds " + version_text(v) +
+          " not known applied at every parity position (committed " +
+          std::to_string(rec.committed_version) +
+          ") and no longer holds its delta; the group's parity needs repair");
+    }
+    auto buf = pool_.acquire(p.length, std::chrono::seconds(30));
+    if (!buf.ok()) {
+      (void)keep(key, std::move(p));
+      return buf.status().WithContext(what + ": sending a kept delta");
+    }
+    std::memcpy(buf->data(), p.delta.get(), p.length);
+    SURGE_RETURN_IF_ERROR(deliver(place, ref, rec, v, p.truncate_seq, p.at, {buf->data(), p.length},
+                                  false, what + " (sending " + version_text(v) + ")",
+                                  v == upto ? skip : 0));
   }
-  if (p.version == 0) {
-    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) + " holds " +
-                               version_text(rec.version) +
-                               " not known applied at every parity position (committed " +
-                               std::to_string(rec.committed_version) +
-                               ") and no longer holds its delta; the group's parity needs repair");
-  }
-  auto buf = pool_.acquire(p.delta.size(), std::chrono::seconds(30));
-  if (!buf.ok()) return buf.status().WithContext(what + ": resending a kept delta");
-  std::memcpy(buf->data(), p.delta.data(), p.delta.size());
-  // rec is as the failed update left it (dirty, nothing since): its version
-  // and truncate generation are the kept delta's.
-  return deliver(place, ref, rec, p.at, {buf->data(), p.delta.size()}, false,
-                 what + " (resending " + version_text(p.version) + ")");
+  return Status::OK();
 }
 
 Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                              std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
-                             bool sync, const std::string& what) {
+                             bool sync, const std::string& what, uint64_t skip) {
   const uint32_t k = place.ec_data;
   ChunkUpdate u;
   u.kind = pb::UPDATE_EC_DELTA;
@@ -354,7 +493,7 @@ Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, u
     const ChainPlace::EcMember& m = place.ec_members[k + j];
     // Only SERVING positions: one offline or returning (SYNCING) is
     // rebuilt from K others, which brings it every delta it missed.
-    if (m.state != proto::mds::MEMBER_SERVING) continue;
+    if (m.state != proto::mds::MEMBER_SERVING || (skip & bit(k + j)) != 0) continue;
     auto s = forwarder_.send_to(place, m.target_id, m.address, 1,
                                 ChunkKey{ref.ino(), ref.slot(), k + j}, u);
     if (!s.ok()) {
@@ -368,6 +507,163 @@ Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, u
     if (!st.ok() && first.ok()) first = st;
   }
   return first.WithContext(what);
+}
+
+Result<std::pair<ChunkRecord, EcChunks::Turn>> EcChunks::await_turn(
+    const ChainPlace& place, const pb::ChunkRef& ref, std::optional<UpdateOrder::Guard>& order,
+    const Judge& judge, const std::string& what) {
+  const ChunkKey key = key_of(ref);
+  const uint32_t k = place.ec_data;
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  const auto deadline = VersionWaits::Clock::now() + kTurnWait;
+  for (;;) {
+    SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
+    ChunkRecord rec = chained_.begin_life(*found);
+    if (rec.applied_count == 0) rec.applied_count = k;
+    if (rec.applied_count != k) {
+      return Status::Corruption(what + ": the record holds " + std::to_string(rec.applied_count) +
+                                " applied versions for a " + std::to_string(k) +
+                                "-data-chunk group");
+    }
+    const Turn turn = judge(rec);
+    if (turn != Turn::kEarly || VersionWaits::Clock::now() >= deadline) {
+      return std::pair{std::move(rec), turn};
+    }
+    const uint64_t seen = chained_.waits().generation();
+    order.reset();
+    (void)chained_.waits().wait_past(seen, deadline);
+    order.emplace(chained_.order(), key);
+    SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  }
+}
+
+EcChunks::Turn EcChunks::turn_of(uint64_t a, uint64_t v) {
+  if (a != 0 && life_of(a) == life_of(v)) {
+    return v <= a ? Turn::kDone : v == a + 1 ? Turn::kNow : Turn::kEarly;
+  }
+  // The source's chunk began a life (it was made, or removed and made
+  // again): only its first update starts applying it.
+  return first_of_life(v) ? Turn::kNow : Turn::kEarly;
+}
+
+Status EcChunks::write_parity(net::RpcContext& ctx, const pb::WriteRequest& req,
+                              const ChainPlace& place, net::PoolBuffer buf, pb::WriteReply& resp) {
+  const std::string what = "EC parity write of " + name_of(req.ref()) + " from " + ctx.peer();
+  const uint32_t k = place.ec_data;
+  const auto& want = req.ec_group_versions();
+  const auto& base = req.ec_group_base_versions();
+  if (static_cast<uint32_t>(want.size()) != k || (!base.empty() && base.size() != want.size())) {
+    return Status::InvalidArgument(what + ": " + std::to_string(want.size()) + " data versions (" +
+                                   std::to_string(base.size()) + " base versions) for a group of " +
+                                   std::to_string(k));
+  }
+  for (int i = 0; i < want.size(); ++i) {
+    const uint64_t lo = base.empty() ? want[i] - 1 : base[i];
+    if (want[i] == 0 || lo >= want[i] || life_of(lo) != life_of(want[i])) {
+      return Status::InvalidArgument(what + ": data position " + std::to_string(i) + " at " +
+                                     version_text(want[i]) + " from " + version_text(lo));
+    }
+  }
+  if (place.state != proto::mds::MEMBER_SERVING) {
+    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
+                               " is being rebuilt in the chain (version " +
+                               std::to_string(place.version) + ")");
+  }
+  const uint64_t off = req.offset(), len = req.length();
+  const size_t cap = buf.capacity();
+  SURGE_RETURN_IF_ERROR(check_write_request(
+      ctx, req, chained_.chunks().objects().options().max_object_size, cap, what));
+  if (off % cap + len > cap) {
+    return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
+                                   std::to_string(len) + ") crosses a " + std::to_string(cap) +
+                                   "-byte window");
+  }
+  const std::vector<uint32_t> whole{req.crc32c()};
+  std::span<const uint32_t> crcs =
+      req.piece_bytes()
+          ? std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size())
+          : std::span<const uint32_t>(whole);
+  SURGE_ASSIGN_OR_RETURN(
+      auto pieces, pull_verified(ctx, 0, off, len, req.piece_bytes(), crcs, buf.data(), what));
+  const ChunkKey key = key_of(req.ref());
+  ChunkStore& chunks = chained_.chunks();
+  // The bytes are the code of the data at `want` over the range: right to
+  // store where every position's applied version is from its base to its
+  // want (the data differs from any of them only inside this range). A
+  // position applied past want (a later update) makes them stale:
+  // declined.
+  auto judge = [&](const ChunkRecord& r) {
+    Turn all = Turn::kNow;
+    for (uint32_t i = 0; i < k; ++i) {
+      const uint64_t a = r.applied[i], hi = want[static_cast<int>(i)];
+      const uint64_t lo = base.empty() ? hi - 1 : base[static_cast<int>(i)];
+      Turn t;
+      if (a != 0 && life_of(a) == life_of(hi)) {
+        t = a > hi ? Turn::kDone : a >= lo ? Turn::kNow : Turn::kEarly;
+      } else {
+        // Nothing of this life applied: right only from the life's start.
+        t = (lo & kSeqMask) == 0 ? Turn::kNow : Turn::kEarly;
+      }
+      if (t == Turn::kDone) return Turn::kDone;
+      if (t == Turn::kEarly) all = Turn::kEarly;
+    }
+    return all;
+  };
+  std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key);
+  SURGE_ASSIGN_OR_RETURN(auto judged, await_turn(place, req.ref(), order, judge, what));
+  auto& [rec, turn] = judged;
+  resp.set_ec_applied(false);
+  if (turn != Turn::kNow) return Status::OK();  // the data positions send deltas instead
+  const uint64_t pv = rec.version + 1;
+  rec.version = pv;
+  for (uint32_t i = 0; i < k; ++i) rec.applied[i] = want[static_cast<int>(i)];
+  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
+  SURGE_RETURN_IF_ERROR(
+      store_pulled(chunks.objects(), rec.object_id, off, buf.data(), pieces, what));
+  rec.committed_version = pv;
+  SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
+  chained_.waits().changed();
+  SURGE_ASSIGN_OR_RETURN(uint64_t size, chunks.size(rec));
+  resp.set_ec_applied(true);
+  resp.set_chunk_version(pv);
+  resp.set_object_size(size);
+  return Status::OK();
+}
+
+Status EcChunks::commit(const pb::EcCommitRequest& req, const ChainPlace& place) {
+  const std::string what = "EC commit of " + name_of(req.ref());
+  SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  const uint32_t k = place.ec_data;
+  if (place.ec_position >= k) {
+    return Status::InvalidArgument(what + ": position " + std::to_string(place.ec_position) +
+                                   " holds parity; commits go to data positions");
+  }
+  // version -> parity positions that stored the client's parity of it.
+  std::map<uint64_t, uint64_t> updates;
+  for (const pb::EcHeldUpdate& u : req.updates()) {
+    uint64_t skip = 0;
+    for (uint32_t p : u.parity_applied()) {
+      if (p < k || p >= k + place.ec_parity) {
+        return Status::InvalidArgument(what + ": " + std::to_string(p) +
+                                       " is not a parity position");
+      }
+      skip |= bit(p);
+    }
+    updates[u.version()] = skip;
+  }
+  const ChunkKey key = key_of(req.ref());
+  auto order = chained_.order().lock(key);
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, req.ref(), false));
+  if (!found) return Status::OK();  // removed since
+  ChunkRecord rec = *found;
+  for (const auto& [v, skip] : updates) {
+    // Sent already (a later update sends the held ones first, as does the
+    // sweeper), or of an older life: committed.
+    if (rec.committed_version >= v || rec.version < v) continue;
+    SURGE_RETURN_IF_ERROR(send_kept(place, req.ref(), rec, v, skip, what));
+  }
+  return Status::OK();
 }
 
 Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest& req,
@@ -397,35 +693,11 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
   const ChunkKey key = key_of(req.ref());
   ChunkStore& chunks = chained_.chunks();
   std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key);
-  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
-  enum class Turn { kDone, kNow, kEarly };
-  Turn turn = Turn::kEarly;
-  ChunkRecord rec;
-  const auto deadline = VersionWaits::Clock::now() + kTurnWait;
-  for (;;) {
-    SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, req.ref(), true));
-    rec = chained_.begin_life(*found);
-    if (rec.applied_count == 0) rec.applied_count = k;
-    if (rec.applied_count != k) {
-      return Status::Corruption(what + ": the record holds " + std::to_string(rec.applied_count) +
-                                " applied versions for a " + std::to_string(k) +
-                                "-data-chunk group");
-    }
-    const uint64_t a = rec.applied[src];
-    if (a != 0 && life_of(a) == life_of(v)) {
-      turn = v <= a ? Turn::kDone : v == a + 1 ? Turn::kNow : Turn::kEarly;
-    } else {
-      // The source's chunk began a life (it was made, or removed and made
-      // again): only its first update starts applying it.
-      turn = first_of_life(v) ? Turn::kNow : Turn::kEarly;
-    }
-    if (turn != Turn::kEarly || VersionWaits::Clock::now() >= deadline) break;
-    const uint64_t seen = chained_.waits().generation();
-    order.reset();
-    (void)chained_.waits().wait_past(seen, deadline);
-    order.emplace(chained_.order(), key);
-    SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
-  }
+  SURGE_ASSIGN_OR_RETURN(
+      auto judged, await_turn(
+                       place, req.ref(), order,
+                       [&](const ChunkRecord& r) { return turn_of(r.applied[src], v); }, what));
+  auto& [rec, turn] = judged;
   if (turn == Turn::kEarly) {
     return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +
                                    " applied " + version_text(rec.applied[src]) +

@@ -35,16 +35,31 @@
 //   agree). A bytes' version is checked again after they are read, so an
 //   answer's bytes are exactly those of the version it names.
 //
+// * Full-group writes, encoded by the client (WriteRequest.ec_hold, three
+//   steps, docs/redundancy.md "EC writes: full groups"): a data position
+//   stores the bytes and keeps the delta instead of sending it (held); a
+//   parity position stores the client's parity bytes when its applied
+//   versions are those the data positions answered or the ones before;
+//   OdsEcCommit then sends the held delta only to the parity positions
+//   that did not. A held delta whose commit does not come (the client
+//   died) is sent by a sweeper after kHoldTimeout. Each byte crosses the
+//   network once (K + M chunks for K of data) instead of M + 1 times.
+//
 // Not here yet (issue 16): a data position whose member is down (writes
-// to it fail), full-group writes encoded by the client, rebuild of a
-// position from K others, and repair of a parity chunk left dirty by a
-// crash in the middle of an apply (its reads answer ChunkDirty until then).
+// to it fail), rebuild of a position from K others, and repair of a
+// parity chunk left dirty by a crash in the middle of an apply (its reads
+// answer ChunkDirty until then).
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "common/ec/rs_codec.h"
@@ -65,8 +80,15 @@ class EcChunks {
 
   // Deltas kept for a resend at most (each up to one pool buffer).
   static constexpr size_t kMaxPending = 16;
+  // Bytes of deltas held for an OdsEcCommit at most; past it a hold sends
+  // at once.
+  static constexpr uint64_t kMaxHeldBytes = 64 << 20;
+  // A held delta whose commit did not come in this long is sent anyway.
+  static constexpr auto kHoldTimeout = std::chrono::seconds(3);
 
-  // At a data position. buf: one pool buffer.
+  // At a data position (ec_hold: held for a commit), or the client's
+  // parity bytes of a full group at a parity position (ec_group_versions).
+  // buf: one pool buffer.
   Status write(net::RpcContext& ctx, const proto::ods::WriteRequest& req, const ChainPlace& place,
                net::PoolBuffer buf, proto::ods::WriteReply& resp);
   // At any position.
@@ -83,6 +105,10 @@ class EcChunks {
   // its own member.
   Status remove(const proto::ods::RemoveRequest& req, const ChainPlace& place,
                 proto::ods::RemoveReply& resp);
+  // OdsEcCommit at a data position: sends each held delta named to the
+  // SERVING parity positions not in its parity_applied, in version order,
+  // and commits it.
+  Status commit(const proto::ods::EcCommitRequest& req, const ChainPlace& place);
   // Makes the position's own chunk durable.
   Status sync(const proto::ods::ChunkRef& ref, const ChainPlace& place);
   // UPDATE_EC_DELTA at a parity position.
@@ -93,22 +119,43 @@ class EcChunks {
  private:
   // The codec of place's K+M (made once per shape).
   Result<const ec::RsCodec*> codec(const ChainPlace& place);
+
+  // Where an update stands at a parity chunk: applied already, next in
+  // its source's order, or come before its turn.
+  enum class Turn { kDone, kNow, kEarly };
+  // Version v of a data position at a parity chunk that applied a of it.
+  static Turn turn_of(uint64_t a, uint64_t v);
+  using Judge = std::function<Turn(const ChunkRecord&)>;
+  // Under key's update order (order, released while waiting): the parity
+  // chunk's record (made when missing) and judge's verdict on it, once that
+  // is not kEarly or kTurnWait has passed.
+  Result<std::pair<ChunkRecord, Turn>> await_turn(const ChainPlace& place,
+                                                  const proto::ods::ChunkRef& ref,
+                                                  std::optional<UpdateOrder::Guard>& order,
+                                                  const Judge& judge, const std::string& what);
   // One update of [at, at + n) of a data chunk whose new bytes are in buf.
   // sync: the parity positions make the delta durable before replying.
+  // hold: keep the delta for a commit instead (held says whether it was).
   // rec: the chunk's record as the update left it.
   Status write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
                     uint64_t n, net::PoolBuffer& buf, const std::vector<PulledPiece>& pieces,
-                    bool sync, const std::string& what, ChunkRecord& rec);
-  // Under the update order of ref's chunk, after rec's update (rec.version)
-  // is stored: sends its delta (at `at`, in registered memory) to the
-  // parity positions and commits it, or keeps it for a resend.
+                    bool sync, bool hold, const std::string& what, ChunkRecord& rec, bool& held);
+  // Step 2 of a full-group write at a parity position.
+  Status write_parity(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
+                      const ChainPlace& place, net::PoolBuffer buf, proto::ods::WriteReply& resp);
+  // Under the update order of ref's chunk, once update v (the one after
+  // rec.committed_version; its truncate generation truncate_seq) is
+  // stored: sends its delta (at `at`, in registered memory) to the parity
+  // positions and commits it, or keeps it for a resend.
+  // skip: bit p set for each parity position p known to hold it already.
   Status deliver(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
-                 uint64_t at, std::span<const std::byte> delta, bool sync, const std::string& what);
+                 uint64_t v, uint64_t truncate_seq, uint64_t at, std::span<const std::byte> delta,
+                 bool sync, const std::string& what, uint64_t skip = 0);
   // Sends delta (buf[0, n), the data chunk's version v) to every parity
-  // position of place's write chain and waits for all of them.
+  // position of place's write chain not in skip and waits for all of them.
   Status send_deltas(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
                      std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq, bool sync,
-                     const std::string& what);
+                     const std::string& what, uint64_t skip);
 
   // Under key's update order, at a data position: cuts rec to size (when
   // longer), from its end backwards one buffer at a time, each cut an
@@ -116,30 +163,47 @@ class EcChunks {
   // records generation seq (0: none) once cut.
   Status cut(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
              uint64_t size, uint64_t seq, const std::string& what);
-  // Under key's update order: rec is dirty; sends its kept delta again and
-  // commits it, or Unavailable when none is kept.
-  Status resend_pending(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
-                        const std::string& what);
+  // Under key's update order: sends the kept (failed or held) deltas of
+  // rec's updates after its committed version up to `upto`, oldest first,
+  // upto's skipping the parity positions in skip, and commits each; or
+  // Unavailable when one is not kept.
+  Status send_kept(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
+                   uint64_t upto, uint64_t skip, const std::string& what);
 
-  // Keeps the delta of key's update v (at `at`) for a resend.
-  void keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
-                    std::span<const std::byte> delta);
-
+  // A delta not yet at every parity position: failed (kept for the next
+  // write's resend) or held (for a commit). A chunk may hold several (one
+  // per version): full-group writes of its ranges in flight at once.
   struct Pending {
     uint64_t version = 0;
     uint64_t at = 0;
     uint64_t truncate_seq = 0;
-    std::vector<std::byte> delta;
+    std::unique_ptr<std::byte[]> delta;
+    uint64_t length = 0;
+    bool held = false;
+    std::chrono::steady_clock::time_point since;
+    proto::ods::ChunkRef ref;  // held: for the sweeper
   };
+  // Keeps p under key; false when failed deltas reach kMaxPending.
+  bool keep(const ChunkKey& key, Pending p);
+  // Whether n more bytes may be held (kMaxHeldBytes).
+  bool held_room(uint64_t n);
+  // Whether every update of rec after its committed version is held.
+  bool only_held(const ChunkKey& key, const ChunkRecord& rec);
+  // Keeps the delta of key's update v (at `at`) for a resend.
+  void keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
+                    std::span<const std::byte> delta);
+  // Sends the held deltas older than kHoldTimeout (their commit is lost).
+  void send_expired();
 
   ChainedChunks& chained_;
   ChainView& view_;
   ChainForwarder& forwarder_;
   net::BufferPool& pool_;
   std::mutex pending_mu_;
-  std::map<ChunkKey, Pending> pending_;
+  std::map<ChunkKey, std::map<uint64_t, Pending>> pending_;  // by version
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
+  std::jthread sweeper_;  // last: stopped and joined first
 };
 
 // WrongTarget unless ref names the position this member holds in place's

@@ -4,11 +4,9 @@
 namespace surge::ods {
 
 const char* OdsMetrics::method_name(size_t method) {
-  static const char* kNames[kMaxMethod + 1] = {"",           "write",         "read",
-                                               "truncate",   "remove",        "stat",
-                                               "sync",       "statfs",        "scrub",
-                                               "chain_forward", "list_chunks", "resync_chunk",
-                                               "fallocate"};
+  static const char* kNames[kMaxMethod + 1] = {
+      "",       "write", "read",          "truncate",    "remove",       "stat",      "sync",
+      "statfs", "scrub", "chain_forward", "list_chunks", "resync_chunk", "fallocate", "ec_commit"};
   return method <= kMaxMethod ? kNames[method] : "";
 }
 

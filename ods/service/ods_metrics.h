@@ -19,7 +19,7 @@ namespace surge::ods {
 
 struct OdsMetrics {
   // Method ids 1..kMaxMethod of net/proto/ods_methods.h.
-  static constexpr size_t kMaxMethod = 12;
+  static constexpr size_t kMaxMethod = 13;
   // Names as the page shows them, by method id.
   static const char* method_name(size_t method);
 

@@ -77,7 +77,7 @@ OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOpti
 
 template <typename F>
 Status OdsService::counted(uint16_t method, F&& handler) {
-  static_assert(pb::OdsFallocate::kMethod <= OdsMetrics::kMaxMethod,
+  static_assert(pb::OdsEcCommit::kMethod <= OdsMetrics::kMaxMethod,
                 "grow OdsMetrics::kMaxMethod with the methods");
   const auto t0 = std::chrono::steady_clock::now();
   Status st = handler();
@@ -131,6 +131,11 @@ void OdsService::register_handlers(net::RpcServer& server) {
   server.add<pb::OdsFallocate>(
       [this](net::RpcContext&, const pb::FallocateRequest& q, pb::FallocateReply& r) {
         return counted(pb::OdsFallocate::kMethod, [&] { return fallocate(q, r); });
+      });
+  // It waits on the parity positions (hop 1), as a write does.
+  server.add<pb::OdsEcCommit>(
+      [this](net::RpcContext&, const pb::EcCommitRequest& q, pb::EcCommitReply& r) {
+        return counted(pb::OdsEcCommit::kMethod, [&] { return ec_commit(q, r); });
       });
   // Between data servers (docs/redundancy.md): they wait for the next
   // member or the disk, so always on the worker pool.
@@ -575,6 +580,18 @@ Status OdsService::statfs(const pb::StatFsRequest&, pb::StatFsReply& resp) {
   resp.set_free_bytes(s.free_bytes);
   resp.set_objects(s.objects);
   return Status::OK();
+}
+
+Status OdsService::ec_commit(const pb::EcCommitRequest& req, pb::EcCommitReply&) {
+  InflightGuard g(inflight_);
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "EC commit"));
+  if (!place.ec) {
+    return Status::InvalidArgument("EC commit of chunk " + std::to_string(req.ref().ino()) + "/" +
+                                   std::to_string(req.ref().slot()) + ": chain " +
+                                   std::to_string(place.chain_id) + " is not an EC chain");
+  }
+  SURGE_RETURN_IF_ERROR(ec_served(place, "EC commit"));
+  return ec_->commit(req, place);
 }
 
 Status OdsService::fallocate(const pb::FallocateRequest& req, pb::FallocateReply& resp) {

@@ -102,6 +102,7 @@ class OdsService {
   Status statfs(const proto::ods::StatFsRequest& req, proto::ods::StatFsReply& resp);
   Status scrub(const proto::ods::ScrubRequest& req, proto::ods::ScrubReply& resp);
   Status fallocate(const proto::ods::FallocateRequest& req, proto::ods::FallocateReply& resp);
+  Status ec_commit(const proto::ods::EcCommitRequest& req, proto::ods::EcCommitReply& resp);
   Status chain_forward(net::RpcContext& ctx, const proto::ods::ChainForwardRequest& req,
                        proto::ods::ChainForwardReply& resp);
   Status list_chunks(const proto::ods::ListChunksRequest& req, proto::ods::ListChunksReply& resp);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -222,12 +223,17 @@ class ChainCluster {
   Ods& ods(int i) { return *ods_[i]; }
   Ods& target(uint32_t id) { return *ods_[index_of(id)]; }
 
+  // Safe from several threads at once (one connection per target, shared).
   OdsClient& client(uint32_t target_id) {
+    std::lock_guard lk(clients_mu_);
     auto& c = clients_[target_id];
     if (!c) c = std::make_unique<OdsClient>(target(target_id).address, key_);
     return *c;
   }
-  void drop_client(uint32_t target_id) { clients_.erase(target_id); }
+  void drop_client(uint32_t target_id) {
+    std::lock_guard lk(clients_mu_);
+    clients_.erase(target_id);
+  }
 
   static pb::ChunkRef ref(uint32_t target, const mpb::Chain& c, uint64_t ino, uint32_t slot = 0) {
     pb::ChunkRef r;
@@ -248,15 +254,33 @@ class ChainCluster {
   Result<pb::WriteReply> write(const pb::ChunkRef& ref, uint64_t off, std::span<const std::byte> d,
                                bool sync = false) {
     pb::WriteRequest q;
+    q.set_sync(sync);
+    return write(ref, off, d, std::move(q));
+  }
+  // As write, with q's other fields (the EC group steps: ec_hold,
+  // ec_group_versions) as given.
+  Result<pb::WriteReply> write(const pb::ChunkRef& ref, uint64_t off, std::span<const std::byte> d,
+                               pb::WriteRequest q) {
     q.set_offset(off);
     q.set_length(d.size());
     pb::set_piece_crcs(q, d.data(), d.size());
-    q.set_sync(sync);
     *q.mutable_ref() = ref;
     net::BulkRegion r{const_cast<std::byte*>(d.data()), d.size(), net::BulkAccess::kServerPull};
     pb::WriteReply a;
     SURGE_RETURN_IF_ERROR(client(ref.target_id()).channel().call<pb::OdsWrite>(q, &a, {&r, 1}));
     return a;
+  }
+
+  // Step 3 of an EC full-group write at ref's data position.
+  Status ec_commit(const pb::ChunkRef& ref, uint64_t version,
+                   std::vector<uint32_t> parity_applied) {
+    pb::EcCommitRequest q;
+    *q.mutable_ref() = ref;
+    pb::EcHeldUpdate* u = q.add_updates();
+    u->set_version(version);
+    for (uint32_t p : parity_applied) u->add_parity_applied(p);
+    pb::EcCommitReply a;
+    return client(ref.target_id()).channel().call<pb::OdsEcCommit>(q, &a);
   }
 
   // Reads [off, +len) of the chunk at ref's member; checks the reply CRC.
@@ -360,6 +384,7 @@ class ChainCluster {
   DaemonProcess mds_;
   std::shared_ptr<net::RpcChannel> mds_ch_;
   std::vector<std::unique_ptr<Ods>> ods_;
+  std::mutex clients_mu_;
   std::map<uint32_t, std::unique_ptr<OdsClient>> clients_;
   std::vector<std::string> mounts_;  // tmpfs mounts to undo
 };
