@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "client/lib/ec_group_write.h"
 #include "common/crc32c.h"
 #include "common/stripe_map.h"
 #include "net/proto/ods_methods.h"
@@ -219,8 +220,19 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
       a.target_id = *member;
     }
   }
+  auto ch = connect(a);
+  if (!ch.ok()) return fail(ch.status(), a.unreachable, a.no_route);
+  net::PendingCall call = send(**ch, b.req_, a.piece, a.target_id, a.chain_version, b.timeout_);
+  b.inflight_bytes_ += c.length;
+  b.calls_.push_back(IoBatch::Call{std::move(call), std::move(a)});
+}
+
+Result<std::shared_ptr<net::RpcChannel>> StripeIo::connect(PieceFailure& a) {
   auto addr = map_->address_of(a.target_id);
-  if (!addr.ok()) return fail(addr.status(), false, true);
+  if (!addr.ok()) {
+    a.no_route = true;
+    return addr.status();
+  }
   a.addr = *addr;
   auto ch = channels_->get(a.addr);
   if (!ch.ok()) {
@@ -236,11 +248,42 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
     // Whatever the code (a reset during the handshake reads Unavailable),
     // no connection means the target was not reached.
     channels_->drop(a.addr);
-    return fail(ch.status(), true, false);
+    a.unreachable = true;
   }
-  net::PendingCall call = send(**ch, b.req_, a.piece, a.target_id, a.chain_version, b.timeout_);
-  b.inflight_bytes_ += c.length;
-  b.calls_.push_back(IoBatch::Call{std::move(call), std::move(a)});
+  return ch;
+}
+
+Result<const ec::RsCodec*> StripeIo::codec(uint32_t k, uint32_t m) {
+  std::lock_guard lk(codecs_mu_);
+  auto& c = codecs_[{k, m}];
+  if (!c) {
+    SURGE_ASSIGN_OR_RETURN(ec::RsCodec made, ec::RsCodec::Create(k, m));
+    c = std::make_unique<ec::RsCodec>(std::move(made));
+  }
+  return c.get();
+}
+
+IoBatch::IoBatch() = default;
+IoBatch::~IoBatch() {
+  (void)wait();
+}
+
+void IoBatch::record(PieceFailure a, Status st) {
+  a.unreachable = a.unreachable || is_unreachable(st.code());
+  if (a.unreachable && !a.addr.empty()) {
+    // The connection is dead or wedged: the next attempt connects again.
+    io_->channels_->drop(a.addr);
+    io_->map_->mark_stale();
+  }
+  a.status = std::move(st);
+  failed_.push_back(std::move(a));
+}
+
+void IoBatch::finish_groups() {
+  for (auto& g : groups_) g->send_parity(*this);
+  for (auto& g : groups_) g->finish_parity(*this);
+  EcGroupWrite::commit_all(*this, groups_);
+  groups_.clear();
 }
 
 void IoBatch::finish_front() {
@@ -282,14 +325,7 @@ void IoBatch::finish_front() {
     }
   }
   if (st.ok()) return;
-  c.attempt.unreachable = is_unreachable(st.code());
-  if (c.attempt.unreachable) {
-    // The connection is dead or wedged: the next attempt connects again.
-    io_->channels_->drop(c.attempt.addr);
-    io_->map_->mark_stale();
-  }
-  c.attempt.status = std::move(st);
-  failed_.push_back(std::move(c.attempt));
+  record(std::move(c.attempt), std::move(st));
 }
 
 void IoBatch::finish_rebuilds() {
@@ -306,6 +342,7 @@ void IoBatch::finish_rebuilds() {
 Status IoBatch::wait() {
   if (done_) return result_;
   done_ = true;
+  finish_groups();
   finish_rebuilds();
   while (!calls_.empty()) finish_front();
   if (failed_.empty()) return result_ = Status::OK();
@@ -325,8 +362,25 @@ std::unique_ptr<IoBatch> StripeIo::start(const IoRequest& r, uint64_t offset, ui
     return b;
   }
   if (len == 0) return b;
-  for (IoPiece& p : plan(r, offset, len)) issue(*b, std::move(p));
+  issue_all(*b, plan(r, offset, len), 0);
   return b;
+}
+
+void StripeIo::issue_all(IoBatch& b, std::vector<IoPiece> pieces, size_t max_inflight) {
+  auto room_for = [&](uint64_t bytes) {
+    if (max_inflight == 0) return;
+    if (!b.groups_.empty() && b.inflight_bytes_ + bytes > max_inflight) b.finish_groups();
+    while (!b.calls_.empty() && b.inflight_bytes_ + bytes > max_inflight) b.finish_front();
+  };
+  for (auto& g : EcGroupWrite::take(b.req_, pieces)) {
+    room_for(g->bytes());
+    g->begin(b);
+    b.groups_.push_back(std::move(g));
+  }
+  for (IoPiece& p : pieces) {
+    room_for(p.chunk.length);
+    issue(b, std::move(p));
+  }
 }
 
 std::vector<PieceFailure> StripeIo::run(const IoRequest& r, std::vector<IoPiece> pieces) {
@@ -339,12 +393,8 @@ std::vector<PieceFailure> StripeIo::run(const IoRequest& r, std::vector<IoPiece>
   b.io_ = this;
   b.req_ = r;
   b.timeout_ = timeout;
-  for (IoPiece& p : pieces) {
-    while (!b.calls_.empty() && b.inflight_bytes_ + p.chunk.length > options_.max_inflight_bytes) {
-      b.finish_front();
-    }
-    issue(b, std::move(p));
-  }
+  issue_all(b, std::move(pieces), options_.max_inflight_bytes);
+  b.finish_groups();
   b.finish_rebuilds();
   while (!b.calls_.empty()) b.finish_front();
   b.done_ = true;

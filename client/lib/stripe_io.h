@@ -28,13 +28,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "client/lib/chain_route.h"
 #include "client/lib/cluster_map_cache.h"
 #include "common/chunk_map.h"
+#include "common/ec/rs_codec.h"
 #include "common/file_layout.h"
 #include "common/status.h"
 #include "net/proto/ods.pb.h"
@@ -43,6 +46,7 @@
 namespace surge::client {
 
 class StripeIo;
+class EcGroupWrite;
 
 // A data server's refusal of a request made under an old map: the target
 // id it names is not the server's own (its address now serves another
@@ -102,13 +106,15 @@ class IoBatch {
  public:
   using OnFailed = std::function<Status(std::vector<PieceFailure> failed)>;
   Status wait();
-  ~IoBatch() { (void)wait(); }
+  IoBatch();
+  ~IoBatch();
   void set_on_failed(OnFailed f) { on_failed_ = std::move(f); }
   // After wait(): the pieces that failed their attempt.
   const std::vector<PieceFailure>& failures() const { return failed_; }
 
  private:
   friend class StripeIo;
+  friend class EcGroupWrite;
   struct Call {
     net::PendingCall call;
     PieceFailure attempt;  // piece, target, address; status filled on failure
@@ -121,11 +127,16 @@ class IoBatch {
   };
   void finish_front();
   void finish_rebuilds();
+  // The EC full-group writes begun: their remaining steps, for all at once.
+  void finish_groups();
+  // a failed with st: into failed_ (an unreachable target's connection dropped).
+  void record(PieceFailure a, Status st);
 
   StripeIo* io_ = nullptr;
   IoRequest req_;
   std::deque<Call> calls_;
   std::vector<Rebuild> rebuilds_;
+  std::vector<std::unique_ptr<EcGroupWrite>> groups_;
   uint64_t inflight_bytes_ = 0;
   std::chrono::milliseconds timeout_{0};  // of each request it sends
   std::vector<PieceFailure> failed_;
@@ -180,9 +191,19 @@ class StripeIo {
 
  private:
   friend class IoBatch;
+  friend class EcGroupWrite;
   // Routes and sends one piece into b (a failure to route or connect is
   // recorded as failed at once).
   void issue(IoBatch& b, IoPiece piece);
+  // Issues r's pieces into b: EC full groups as EcGroupWrite, the rest one
+  // by one (issue). max_inflight: finish what is outstanding first when
+  // it would pass this many bytes (0: no bound).
+  void issue_all(IoBatch& b, std::vector<IoPiece> pieces, size_t max_inflight);
+  // The address and a channel for a.target_id (a.addr set); on failure a
+  // says whether the target was unreachable.
+  Result<std::shared_ptr<net::RpcChannel>> connect(PieceFailure& a);
+  // The codec of K+M, made once.
+  Result<const ec::RsCodec*> codec(uint32_t k, uint32_t m);
   // A read of an EC piece whose position does not serve: rebuilt into the
   // request's buffer from K other positions of its group (ec_rebuild.cpp).
   // On failure, a names the position that failed (target, address).
@@ -193,6 +214,8 @@ class StripeIo {
   ClusterMapCache* map_;
   net::ChannelPool* channels_;
   Options options_;
+  std::mutex codecs_mu_;
+  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
 };
 
 }  // namespace surge::client

@@ -10,10 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "tests/client/local_cluster.h"
+#include "tests/client/metrics_page.h"
 
 namespace surge::test {
 namespace {
@@ -25,6 +28,7 @@ class EcIo : public ::testing::Test {
   void SetUp() override {
     ClusterConfig cfg;
     cfg.ods_count = 6;
+    cfg.metrics = true;
     auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
@@ -64,6 +68,18 @@ class EcIo : public ::testing::Test {
     return out;
   }
 
+  // surge_ods_requests_total{method} summed over the data servers; -1
+  // when one serves no page.
+  double ods_requests(const std::string& method) {
+    double sum = 0;
+    for (int i = 0; i < 6; ++i) {
+      const std::string page = ods_metrics_page(*cluster_, i);
+      if (page.empty()) return -1;
+      sum += series_value(page, "surge_ods_requests_total{method=\"" + method + "\"}");
+    }
+    return sum;
+  }
+
   std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<Client> client_;
 };
@@ -98,6 +114,43 @@ TEST_F(EcIo, ReadsAreByteExactAtEveryBoundary) {
       }
     }
   }
+}
+
+// Writes of whole groups take the full-group path (docs/redundancy.md, "EC
+// writes: full groups"): the client sends the parity itself, each data
+// chunk is committed once for all its rows, and no data server sends a
+// parity delta; the parity is the code of the data (scrub) and the bytes
+// read back.
+TEST_F(EcIo, WholeGroupsAreEncodedByTheClient) {
+  ec_dir("ec", 4, 2);
+  const uint64_t group = 4 * kUnit, groups = 8;
+  const std::string model = random_bytes(group * groups, 99);
+  const double commits = ods_requests("ec_commit"), forwards = ods_requests("chain_forward");
+  ASSERT_GE(commits, 0) << "a data server serves no metrics page";
+  auto f = client_->open("/ec/f", O_RDWR | O_CREAT | O_EXCL, 0644);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(client_->pwrite(**f, model.data(), model.size(), 0).ok());
+  ASSERT_TRUE(client_->fsync(**f, false).ok());
+  ASSERT_TRUE(client_->close(*f).ok());
+  // 4 data chunks in each of the 2 slots; each commit names the chunk's
+  // held updates of the batch. With the parity stored everywhere the
+  // client does not wait for the commits: they may still be on their way.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ods_requests("ec_commit") - commits < 4.0 * 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(ods_requests("ec_commit") - commits, 4.0 * 2) << "one commit per data chunk";
+  EXPECT_EQ(ods_requests("chain_forward") - forwards, 0.0) << "parity deltas were sent";
+  EXPECT_EQ(read_back("/ec/f", 0, model.size()), model);
+  const char* b = std::getenv("SURGE_BUILD_DIR");
+  ASSERT_NE(b, nullptr) << "SURGE_BUILD_DIR is not set (run through ctest)";
+  std::string out;
+  EXPECT_EQ(sh(std::string(b) + "/tools/surgectl --mds " + cluster_->mds_address() +
+                   " --key-file " + cluster_->key_file() + " scrub 2>&1",
+               &out),
+            0)
+      << out;
 }
 
 // Random overwrites, holes and truncates of one EC file against a model.
