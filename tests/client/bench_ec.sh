@@ -6,8 +6,13 @@
 # directories of 1 MiB units:
 #   r1   setstripe --replicas 1 --count 6: one copy
 #   r3   setstripe --replicas 3 --count 6: three copies, through the head
-#   ec   setstripe --ec 4+2 --count 2: every write a parity delta from its
-#        data position to both parity positions (docs/redundancy.md)
+#   ec   setstripe --ec 4+2 --count 2 (256 KiB units, the default with
+#        --ec: a 1 MiB write is one whole stripe group, whose parity the
+#        client encodes and sends itself; docs/redundancy.md "EC writes:
+#        full groups")
+#   ec1m setstripe --ec 4+2 --count 2 --size 1m: every 1 MiB write is one
+#        unit of a group, a parity delta from its data position to both
+#        parity positions (the partial-group path)
 # then IOR-hard-like writes and reads (JOBS tasks interleaving 47,008-byte
 # records in one shared file) in r1 and ec, then degraded reads: files
 # written to /ec and kept, data server 0 killed (it holds a position of
@@ -40,11 +45,12 @@ per=$(($(bytes "$SIZE") / JOBS))
 "$CLUSTER" start --dir "$DIR" --build "$BUILD" --port "$PORT" --ods 6 --tmpfs 12g >/dev/null
 echo "cluster up in $DIR (6 data servers, object stores on tmpfs); $SIZE per phase over $JOBS tasks"
 ctl() { "$BUILD/tools/surgectl" --mds "$MDS" --key-file "$KEY" "$@"; }
-for d in r1 r3 ec ecdeg; do mkdir -p "$DIR/mnt/$d"; done
+for d in r1 r3 ec ec1m ecdeg; do mkdir -p "$DIR/mnt/$d"; done
 ctl setstripe --size 1048576 --count 6 --replicas 1 /r1
 ctl setstripe --size 1048576 --count 6 --replicas 3 /r3
-ctl setstripe --size 1048576 --count 2 --ec 4+2 /ec
-ctl setstripe --size 1048576 --count 2 --ec 4+2 /ecdeg
+ctl setstripe --count 2 --ec 4+2 /ec
+ctl setstripe --size 1048576 --count 2 --ec 4+2 /ec1m
+ctl setstripe --count 2 --ec 4+2 /ecdeg
 
 bench() {  # dir [flags]
   local d=$1
@@ -78,7 +84,7 @@ rate() {  # json phase
 MAIN_REPEAT=$REPEAT
 [ "${ONLY_DEGRADED:-0}" = 1 ] && MAIN_REPEAT=0
 for _ in $(seq 1 "$MAIN_REPEAT"); do
-  for d in r1 r3 ec; do
+  for d in r1 r3 ec ec1m; do
     wait_space_back
     out=$(bench "$d" -e) || { echo "bench_ec: surge-bench in /$d failed: $out" >&2; exit 1; }
     keep_best "$d,w" "$(rate "$out" write)"
@@ -113,9 +119,10 @@ done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
 printf "%-30s %12s %12s\n" "fresh files, $JOBS tasks" "write MiB/s" "read MiB/s"
-for d in r1 r3 ec; do printf "%-30s %12s %12s\n" "$d" "${R[$d,w]:-}" "${R[$d,r]:-}"; done
+for d in r1 r3 ec ec1m; do printf "%-30s %12s %12s\n" "$d" "${R[$d,w]:-}" "${R[$d,r]:-}"; done
 printf "%-30s %12s %12s\n" "ec / r1" "$(ratio "${R[ec,w]:-0}" "${R[r1,w]:-0}")" "$(ratio "${R[ec,r]:-0}" "${R[r1,r]:-0}")"
 printf "%-30s %12s %12s\n" "ec / r3" "$(ratio "${R[ec,w]:-0}" "${R[r3,w]:-0}")" "$(ratio "${R[ec,r]:-0}" "${R[r3,r]:-0}")"
+printf "%-30s %12s %12s\n" "ec1m / r1" "$(ratio "${R[ec1m,w]:-0}" "${R[r1,w]:-0}")" "$(ratio "${R[ec1m,r]:-0}" "${R[r1,r]:-0}")"
 printf "%-30s %12s %12s\n" "IOR-hard-like r1" "${R[hard-r1,w]:-0}" "${R[hard-r1,r]:-0}"
 printf "%-30s %12s %12s\n" "IOR-hard-like ec" "${R[hard-ec,w]:-0}" "${R[hard-ec,r]:-0}"
 printf "%-30s %12s %12s\n" "IOR-hard-like ec / r1" "$(ratio "${R[hard-ec,w]:-0}" "${R[hard-r1,w]:-0}")" \

@@ -76,8 +76,9 @@ TEST_F(SurgectlEc, SetstripeEcMakesNewFilesEcOnDistinctTargets) {
   make_file("/ec/sub/f");
   ASSERT_EQ(surgectl("getstripe /ec/sub/f", &out), 0) << out;
   EXPECT_TRUE(has(out, "stripe_count 2 ec 2+1 chains")) << out;
-  EXPECT_TRUE(has(out, "stripe groups: 2 data + 1 parity chunks of 1048576 bytes "
-                       "(2097152 file bytes per group), group g on slot g % 2"))
+  EXPECT_TRUE(has(out,
+                  "stripe groups: 2 data + 1 parity chunks of 524288 bytes "
+                  "(1048576 file bytes per group), group g on slot g % 2"))
       << out;
   // Each slot: data 0, data 1 and parity 0, each on its own target.
   const std::regex slot(
@@ -108,8 +109,9 @@ TEST_F(SurgectlEc, GetstripeJsonNamesEachChunkPosition) {
   EXPECT_EQ(f.at("scheme").get<std::string>(), "ec 2+1") << f;
   EXPECT_EQ(f.at("ec").at("data").get<uint32_t>(), 2u) << f;
   EXPECT_EQ(f.at("ec").at("parity").get<uint32_t>(), 1u) << f;
-  EXPECT_EQ(f.at("ec").at("chunk_size").get<uint64_t>(), 1048576u) << f;
-  EXPECT_EQ(f.at("ec").at("group_bytes").get<uint64_t>(), 2097152u) << f;
+  // No --size: units of 1 MiB / K, so a 1 MiB write fills a whole group.
+  EXPECT_EQ(f.at("ec").at("chunk_size").get<uint64_t>(), 524288u) << f;
+  EXPECT_EQ(f.at("ec").at("group_bytes").get<uint64_t>(), 1048576u) << f;
   ASSERT_EQ(f.at("slots").size(), 1u) << f;
   const Json& pos = f.at("slots")[0].at("positions");
   ASSERT_EQ(pos.size(), 3u) << f;

@@ -55,4 +55,10 @@ std::string ec_positions_text(const pb::Chain& c) {
   return s;
 }
 
+uint32_t default_ec_unit(uint32_t k) {
+  uint32_t unit = 1u << 20;
+  while (unit > (4u << 10) && static_cast<uint64_t>(unit) * k > (1u << 20)) unit >>= 1;
+  return unit;
+}
+
 }  // namespace surge::tools

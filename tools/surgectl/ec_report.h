@@ -22,6 +22,12 @@ struct EcScheme {
 // are checked against the data servers by the MDS).
 Result<EcScheme> parse_ec_scheme(std::string_view text);
 
+// The stripe size setstripe --ec gives when none is named: the largest
+// power of two at most 1 MiB / K (4 KiB at least), so an aligned 1 MiB
+// write fills whole stripe groups and the client encodes their parity
+// (docs/redundancy.md, "EC writes: full groups").
+uint32_t default_ec_unit(uint32_t k);
+
 // "stripe groups: 4 data + 2 parity chunks of 1048576 bytes (4194304 file
 // bytes per group), group g on slot g % 3"
 std::string ec_groups_text(const proto::mds::Layout& l);

@@ -373,7 +373,9 @@ int main(int argc, char** argv) {
   std::string ec_text;
   auto* setstripe = app.add_subcommand("setstripe", "default layout of a directory");
   setstripe->add_option("dir", path)->required();
-  setstripe->add_option("-S,--size", size, "stripe size in bytes (0: inherit)");
+  setstripe->add_option("-S,--size", size,
+                        "stripe size in bytes (0: inherit; with --ec: the largest power of two "
+                        "at most 1 MiB / K, so a 1 MiB write fills whole stripe groups)");
   setstripe->add_option("-c,--count", count, "stripe count (0: inherit)");
   auto* replicas_opt = setstripe->add_option("-r,--replicas", replicas,
                         "copies of each new file, on chains of that many data servers "
@@ -515,6 +517,7 @@ int main(int argc, char** argv) {
         want.set_scheme(pb::SCHEME_EC);
         want.set_ec_data(ec->data);
         want.set_ec_parity(ec->parity);
+        if (size == 0) want.set_stripe_size(surge::tools::default_ec_unit(ec->data));
       }
       auto r = admin->set_layout(a->ino, want, cred);
       if (!r.ok()) return fail(r.status());
