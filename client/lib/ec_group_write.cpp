@@ -109,19 +109,9 @@ void EcGroupWrite::begin(IoBatch& b) {
         continue;
       }
       d.channel = std::move(*ch);
-      const ChunkPiece& c = d.attempt.piece.chunk;
       ods::WriteRequest req;
-      set_chunk_ref(req.mutable_ref(), r, c, d.attempt.target_id, d.attempt.chain_version);
-      req.set_offset(c.chunk_offset);
-      req.set_length(c.length);
       req.set_ec_hold(true);
-      const std::byte* src = r.buf + d.attempt.piece.buf_offset;
-      ods::set_piece_crcs(req, src, c.length);
-      net::BulkRegion region{const_cast<std::byte*>(src), c.length, net::BulkAccess::kServerPull};
-      d.call = net::call_async<ods::OdsWrite>(
-          *d.channel, req, std::span<const net::BulkRegion>(&region, 1), b.timeout_);
-      d.sent = true;
-      b.inflight_bytes_ += c.length;
+      send_write(b, d, std::move(req), r.buf + d.attempt.piece.buf_offset);
     }
   }
   // The parity, from the caller's buffer in place, while the data moves.
@@ -194,7 +184,6 @@ void EcGroupWrite::send_parity(IoBatch& b) {
 void EcGroupWrite::send_parity_write(IoBatch& b, uint32_t j, size_t from, size_t to,
                                      bool whole_run) {
   StripeIo& io = *b.io_;
-  const IoRequest& r = b.req_;
   const uint32_t k = data_units_;
   auto member = ec_member(chain_, k + j, {});
   if (!member.ok()) return;  // not serving: no delta goes there either
@@ -211,11 +200,7 @@ void EcGroupWrite::send_parity_write(IoBatch& b, uint32_t j, size_t from, size_t
   auto ch = io.connect(p.attempt);
   if (!ch.ok()) return;
   p.channel = std::move(*ch);
-  const ChunkPiece& c = p.attempt.piece.chunk;
   ods::WriteRequest req;
-  set_chunk_ref(req.mutable_ref(), r, c, p.attempt.target_id, p.attempt.chain_version);
-  req.set_offset(c.chunk_offset);
-  req.set_length(c.length);
   for (uint32_t d = 0; d < k; ++d) {
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = from; i < to; ++i) {
@@ -225,14 +210,22 @@ void EcGroupWrite::send_parity_write(IoBatch& b, uint32_t j, size_t from, size_t
     req.add_ec_group_versions(hi);
     if (whole_run) req.add_ec_group_base_versions(lo - 1);
   }
-  const std::byte* src = parity_bufs_[j].get() + (c.chunk_offset - chunk_offset_);
+  send_write(b, p, std::move(req),
+             parity_bufs_[j].get() + (p.attempt.piece.chunk.chunk_offset - chunk_offset_));
+  parity_.push_back(std::move(p));
+}
+
+void EcGroupWrite::send_write(IoBatch& b, Member& m, ods::WriteRequest req, const std::byte* src) {
+  const ChunkPiece& c = m.attempt.piece.chunk;
+  set_chunk_ref(req.mutable_ref(), b.req_, c, m.attempt.target_id, m.attempt.chain_version);
+  req.set_offset(c.chunk_offset);
+  req.set_length(c.length);
   ods::set_piece_crcs(req, src, c.length);
   net::BulkRegion region{const_cast<std::byte*>(src), c.length, net::BulkAccess::kServerPull};
-  p.call = net::call_async<ods::OdsWrite>(*p.channel, req,
+  m.call = net::call_async<ods::OdsWrite>(*m.channel, req,
                                           std::span<const net::BulkRegion>(&region, 1), b.timeout_);
-  p.sent = true;
+  m.sent = true;
   b.inflight_bytes_ += c.length;
-  parity_.push_back(std::move(p));
 }
 
 void EcGroupWrite::finish_parity(IoBatch& b) {

@@ -72,6 +72,9 @@ class EcGroupWrite {
   // Waits for m's call; on failure records it in b when record (a data
   // piece) and returns false.
   bool finish_call(IoBatch& b, Member& m, bool record, proto::ods::WriteReply* reply);
+  // Sends m's piece (m.attempt: chunk range, target; m.channel) from src
+  // with req's EC fields.
+  void send_write(IoBatch& b, Member& m, proto::ods::WriteRequest req, const std::byte* src);
   // Sends parity position k + j the parity of rows [from, to).
   void send_parity_write(IoBatch& b, uint32_t j, size_t from, size_t to, bool whole_run);
 
