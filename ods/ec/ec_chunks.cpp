@@ -67,6 +67,23 @@ uint64_t bit(uint32_t position) {
   return uint64_t{1} << position;
 }
 
+// The CRCs a request's payload is checked against: one per piece, or with
+// no pieces `whole`, the payload's own.
+template <typename Req>
+std::span<const uint32_t> payload_crcs(const Req& req, const uint32_t& whole) {
+  return req.piece_bytes()
+             ? std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size())
+             : std::span<const uint32_t>(&whole, 1);
+}
+
+// Unavailable: own_id's position of place's chain is being rebuilt (its
+// bytes are stale: no update may start from them).
+Status not_serving(const ChainPlace& place, uint32_t own_id, const std::string& what) {
+  return Status::Unavailable(what + ": target " + std::to_string(own_id) +
+                             " is being rebuilt in the chain (version " +
+                             std::to_string(place.version) + ")");
+}
+
 }  // namespace
 
 Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint32_t own_id,
@@ -113,23 +130,19 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
                        net::PoolBuffer buf, pb::WriteReply& resp) {
   const std::string what = "EC write of " + name_of(req.ref());
   SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
-  if (place.ec_position >= place.ec_data) {
-    if (req.ec_group_versions_size() > 0)
-      return write_parity(ctx, req, place, std::move(buf), resp);
+  const bool parity = place.ec_position >= place.ec_data;
+  if (parity && req.ec_group_versions_size() == 0) {
     return Status::InvalidArgument(what + ": position " + std::to_string(place.ec_position) +
                                    " holds parity; writes go to data positions 0.." +
                                    std::to_string(place.ec_data - 1) +
                                    " (or a full group's parity, with its versions)");
   }
-  if (place.state != proto::mds::MEMBER_SERVING) {
-    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
-                               " is being rebuilt in the chain (version " +
-                               std::to_string(place.version) + ")");
-  }
+  if (place.state != proto::mds::MEMBER_SERVING) return not_serving(place, view_.own_id(), what);
   const uint64_t off = req.offset(), len = req.length();
   const size_t cap = buf.capacity();
   SURGE_RETURN_IF_ERROR(check_write_request(
       ctx, req, chained_.chunks().objects().options().max_object_size, cap, what));
+  if (parity) return write_parity(ctx, req, place, std::move(buf), resp);
   const uint32_t pbytes = req.piece_bytes();
   const std::vector<uint32_t> whole_crc{req.crc32c()};
   // A hold is one update (a sync write is never held: its reply means durable).
@@ -379,13 +392,9 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
     resp.set_chunk_version(rec.version);
     return Status::OK();
   }
-  if (place.state != proto::mds::MEMBER_SERVING) {
-    // Its bytes are stale until rebuilt: their cut would send the parity a
-    // delta of bytes the group does not hold.
-    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
-                               " is being rebuilt in the chain (version " +
-                               std::to_string(place.version) + ")");
-  }
+  // Its bytes are stale until rebuilt: their cut would send the parity a
+  // delta of bytes the group does not hold.
+  if (place.state != proto::mds::MEMBER_SERVING) return not_serving(place, view_.own_id(), what);
   if (rec.dirty()) SURGE_RETURN_IF_ERROR(send_kept(place, req.ref(), rec, rec.version, 0, what));
   SURGE_RETURN_IF_ERROR(cut(place, req.ref(), rec, req.size(), seq, what));
   resp.set_chunk_version(rec.version);
@@ -564,27 +573,16 @@ Status EcChunks::write_parity(net::RpcContext& ctx, const pb::WriteRequest& req,
                                      version_text(want[i]) + " from " + version_text(lo));
     }
   }
-  if (place.state != proto::mds::MEMBER_SERVING) {
-    return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
-                               " is being rebuilt in the chain (version " +
-                               std::to_string(place.version) + ")");
-  }
   const uint64_t off = req.offset(), len = req.length();
   const size_t cap = buf.capacity();
-  SURGE_RETURN_IF_ERROR(check_write_request(
-      ctx, req, chained_.chunks().objects().options().max_object_size, cap, what));
   if (off % cap + len > cap) {
     return Status::InvalidArgument(what + ": range [" + std::to_string(off) + ", +" +
                                    std::to_string(len) + ") crosses a " + std::to_string(cap) +
                                    "-byte window");
   }
-  const std::vector<uint32_t> whole{req.crc32c()};
-  std::span<const uint32_t> crcs =
-      req.piece_bytes()
-          ? std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size())
-          : std::span<const uint32_t>(whole);
-  SURGE_ASSIGN_OR_RETURN(
-      auto pieces, pull_verified(ctx, 0, off, len, req.piece_bytes(), crcs, buf.data(), what));
+  const uint32_t whole = req.crc32c();
+  SURGE_ASSIGN_OR_RETURN(auto pieces, pull_verified(ctx, 0, off, len, req.piece_bytes(),
+                                                    payload_crcs(req, whole), buf.data(), what));
   const ChunkKey key = key_of(req.ref());
   ChunkStore& chunks = chained_.chunks();
   // The bytes are the code of the data at `want` over the range: right to
@@ -704,13 +702,10 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
                                    " of that position last");
   }
   if (turn == Turn::kNow) {
-    const std::vector<uint32_t> whole{req.crc32c()};
-    std::span<const uint32_t> crcs =
-        req.piece_bytes()
-            ? std::span<const uint32_t>(req.piece_crc32c().data(), req.piece_crc32c_size())
-            : std::span<const uint32_t>(whole);
-    SURGE_RETURN_IF_ERROR(
-        pull_verified(ctx, 0, off, len, req.piece_bytes(), crcs, buf.data(), what).status());
+    const uint32_t whole = req.crc32c();
+    SURGE_RETURN_IF_ERROR(pull_verified(ctx, 0, off, len, req.piece_bytes(),
+                                        payload_crcs(req, whole), buf.data(), what)
+                              .status());
     std::unique_ptr<std::byte[]> parity(new std::byte[len]);  // read_range fills every byte
     SURGE_RETURN_IF_ERROR(read_range(chunks, rec, off, {parity.get(), len}, what));
     SURGE_RETURN_IF_ERROR(rs->UpdateOneParity(src, place.ec_position - k,

@@ -140,7 +140,8 @@ class EcChunks {
   Status write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
                     uint64_t n, net::PoolBuffer& buf, const std::vector<PulledPiece>& pieces,
                     bool sync, bool hold, const std::string& what, ChunkRecord& rec, bool& held);
-  // Step 2 of a full-group write at a parity position.
+  // Step 2 of a full-group write at a parity position, once write() has
+  // checked the member serves and the request is well formed.
   Status write_parity(net::RpcContext& ctx, const proto::ods::WriteRequest& req,
                       const ChainPlace& place, net::PoolBuffer buf, proto::ods::WriteReply& resp);
   // Under the update order of ref's chunk, once update v (the one after
