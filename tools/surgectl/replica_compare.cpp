@@ -156,6 +156,32 @@ std::string difference(const std::vector<ChunkCopy>& copies) {
   return "";
 }
 
+// How many times a chunk found to differ is listed and compared again
+// before the difference is reported as it then stands.
+constexpr int kMaxAttempts = 3;
+
+// The chunk listed again on every member, one after another.
+Result<std::vector<ChunkCopy>> list_again(const std::vector<Member>& members,
+                                          const pb::Chain& chain, const Key& k) {
+  std::vector<ChunkCopy> copies;
+  for (const auto& m : members) {
+    SURGE_ASSIGN_OR_RETURN(auto one, list_one(m, chain, k));
+    copies.push_back(copy_of(m, one ? &*one : nullptr));
+  }
+  return copies;
+}
+
+bool same_states(const std::vector<ChunkCopy>& a, const std::vector<ChunkCopy>& b) {
+  auto state = [](const ChunkCopy& c) {
+    return std::tie(c.present, c.version, c.committed_version, c.size, c.crc32c, c.incomplete);
+  };
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (state(a[i]) != state(b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool is_replicated(const pb::Chain& chain) {
@@ -261,37 +287,43 @@ ChainCompareResult compare_chain(const pb::Chain& chain, const pb::ClusterMap& m
       copies.push_back(copy_of(members[i], it == lists[i].end() ? nullptr : &it->second));
     }
     ++r.chunks_compared;
-    if (!difference(copies).empty()) {
-      // Listed at different moments: list it again on every member, close
-      // together, before calling it a difference.
-      copies.clear();
-      for (const auto& m : members) {
-        auto one = list_one(m, chain, k);
-        if (!one.ok()) {
-          r.error = one.status().ToString();
-          r.corrupt = one.status().code() == Code::kCorruption;
+    std::string diff;
+    uint64_t at = 0;  // the first byte that differs, when diff is "bytes"
+    for (int attempt = 0;; ++attempt) {
+      diff = difference(copies);
+      at = 0;
+      if (diff.empty() && compare_bytes && copies.front().size > 0) {
+        auto d = first_difference(members, chain, k, copies.front().size);
+        if (!d.ok()) {
+          r.error = d.status().ToString();
+          r.corrupt = d.status().code() == Code::kCorruption;
           return r;
         }
-        copies.push_back(copy_of(m, *one ? &**one : nullptr));
+        r.bytes_read += copies.front().size * members.size();
+        if (*d) {
+          diff = "bytes";
+          at = **d;
+        }
       }
-    }
-    for (const auto& c : copies) r.bytes_compared += c.size;
-    std::string diff = difference(copies);
-    std::optional<uint64_t> at;
-    if (diff.empty() && compare_bytes && copies.front().size > 0) {
-      auto d = first_difference(members, chain, k, copies.front().size);
-      if (!d.ok()) {
-        r.error = d.status().ToString();
-        r.corrupt = d.status().code() == Code::kCorruption;
+      if (diff.empty() || attempt == kMaxAttempts) break;
+      // The chunk may have changed between the listing and now (a write,
+      // or a removal or truncate the MDS's leader applies in the
+      // background, even on a quiet cluster): list it again on every
+      // member, close together. A difference is reported only when two
+      // listings in a row agree on every copy's state.
+      auto again = list_again(members, chain, k);
+      if (!again.ok()) {
+        r.error = again.status().ToString();
+        r.corrupt = again.status().code() == Code::kCorruption;
         return r;
       }
-      r.bytes_read += copies.front().size * members.size();
-      at = *d;
-      if (at) diff = "bytes";
+      if (same_states(*again, copies)) break;
+      copies = std::move(*again);
     }
+    for (const auto& c : copies) r.bytes_compared += c.size;
     if (diff.empty()) continue;
     ReplicaMismatch mm;
-    if (at) mm.first_differing_byte = *at;
+    mm.first_differing_byte = at;
     std::tie(mm.ino, mm.slot, mm.position) = k;
     mm.what = std::move(diff);
     mm.copies = std::move(copies);

@@ -8,9 +8,12 @@
 // byte. A copy whose
 // blocks fail their own stored CRCs cannot be listed: that is reported as
 // corruption of that member's copy. Read-only. Meant
-// for a quiet cluster: a chunk written while the scrub lists it can differ
-// for a moment (its version moves on one member first), so each difference
-// is listed again once before it is reported. EC chains hold different
+// for a quiet cluster, but a chunk written, truncated or removed while
+// the scrub looks at it (the MDS's leader applies removals in the
+// background, on a quiet cluster too) can differ for a moment, one member
+// ahead of another: a chunk that differs is listed again on every member
+// and compared again if its state moved; it is reported only when two
+// listings in a row agree (at most three more tries). EC chains hold different
 // positions on each member and are not compared here.
 #pragma once
 
