@@ -187,10 +187,11 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
   SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
   rec = chained_.begin_life(*found);
   const bool cut_first = ref.truncate_seq() > rec.truncate_seq;
-  const bool holding = hold && held_room(n);
+  const bool holding = hold && kept_.held_bytes() + n <= kMaxHeldBytes;
   // Deltas not yet sent go first (parity applies a position's in version
   // order), unless this update is held behind held ones too.
-  if (rec.dirty() && (!holding || cut_first || !only_held(key, rec))) {
+  if (rec.dirty() &&
+      (!holding || cut_first || !kept_.all_held(key, rec.committed_version + 1, rec.version))) {
     SURGE_RETURN_IF_ERROR(send_kept(place, ref, rec, rec.version, 0, what));
   }
   if (cut_first) {
@@ -218,18 +219,18 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
     // Step 1 of a full-group write: the client sends the parity; the
     // commit says which parity positions still need this delta.
     xor_into(old.get(), buf.data(), n);  // old now holds the delta
-    Pending p;
-    p.version = rec.version;
-    p.at = at;
-    p.truncate_seq = rec.truncate_seq;
-    p.delta = std::move(old);
-    p.length = n;
-    p.held = true;
-    p.since = std::chrono::steady_clock::now();
-    p.ref = ref;
-    held = keep(key, std::move(p));
+    KeptDelta d;
+    d.version = rec.version;
+    d.at = at;
+    d.truncate_seq = rec.truncate_seq;
+    d.delta = std::move(old);
+    d.length = n;
+    d.held = true;
+    d.since = std::chrono::steady_clock::now();
+    d.ref = ref;
+    held = kept_.put(key, std::move(d));
     if (held) return Status::OK();
-    return Status::Internal(what + ": a held delta was refused");  // keep() takes every hold
+    return Status::Internal(what + ": a held delta was refused");  // put() takes every hold
   }
   xor_into(buf.data(), old.get(), n);  // buf now holds the delta
   return deliver(place, ref, rec, rec.version, rec.truncate_seq, at, {buf.data(), n}, sync, what);
@@ -251,66 +252,20 @@ Status EcChunks::deliver(const ChainPlace& place, const pb::ChunkRef& ref, Chunk
   return Status::OK();
 }
 
-bool EcChunks::keep(const ChunkKey& key, Pending p) {
-  std::lock_guard lk(pending_mu_);
-  if (!p.held) {
-    size_t failed = 0;
-    for (const auto& [k, versions] : pending_) {
-      for (const auto& [v, q] : versions) failed += q.held ? 0 : 1;
-    }
-    if (failed >= kMaxPending) return false;
-  }
-  const uint64_t v = p.version;
-  pending_[key][v] = std::move(p);
-  return true;
-}
-
-bool EcChunks::held_room(uint64_t n) {
-  std::lock_guard lk(pending_mu_);
-  uint64_t held = 0;
-  for (const auto& [k, versions] : pending_) {
-    for (const auto& [v, q] : versions) held += q.held ? q.length : 0;
-  }
-  return held + n <= kMaxHeldBytes;
-}
-
-bool EcChunks::only_held(const ChunkKey& key, const ChunkRecord& rec) {
-  std::lock_guard lk(pending_mu_);
-  auto it = pending_.find(key);
-  if (it == pending_.end()) return false;
-  for (uint64_t v = rec.committed_version + 1; v <= rec.version; ++v) {
-    auto q = it->second.find(v);
-    if (q == it->second.end() || !q->second.held) return false;
-  }
-  return true;
-}
-
 void EcChunks::keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
                             std::span<const std::byte> delta) {
-  Pending p;
-  p.version = v;
-  p.at = at;
-  p.truncate_seq = truncate_seq;
-  p.delta.reset(new std::byte[delta.size()]);
-  std::memcpy(p.delta.get(), delta.data(), delta.size());
-  p.length = delta.size();
-  (void)keep(key, std::move(p));
+  KeptDelta d;
+  d.version = v;
+  d.at = at;
+  d.truncate_seq = truncate_seq;
+  d.delta.reset(new std::byte[delta.size()]);
+  std::memcpy(d.delta.get(), delta.data(), delta.size());
+  d.length = delta.size();
+  (void)kept_.put(key, std::move(d));
 }
 
 void EcChunks::send_expired() {
-  std::vector<std::pair<ChunkKey, pb::ChunkRef>> due;
-  {
-    std::lock_guard lk(pending_mu_);
-    const auto now = std::chrono::steady_clock::now();
-    for (const auto& [key, versions] : pending_) {
-      for (const auto& [v, p] : versions) {
-        if (p.held && now - p.since >= kHoldTimeout) {
-          due.emplace_back(key, p.ref);
-          break;
-        }
-      }
-    }
-  }
+  const auto due = kept_.held_since(std::chrono::steady_clock::now(), kHoldTimeout);
   for (const auto& [key, ref] : due) {
     const std::string what = "EC write of " + name_of(ref) + " (held, its commit did not come)";
     auto order = chained_.order().lock(key);
@@ -319,10 +274,7 @@ void EcChunks::send_expired() {
                             : Result<std::optional<ChunkRecord>>(place.status());
     if (!found.ok() || !*found || !(*found)->dirty() || !place->ec) {
       // Gone, or sent by a later update: nothing is left to send.
-      if (found.ok()) {
-        std::lock_guard lk(pending_mu_);
-        pending_.erase(key);
-      }
+      if (found.ok()) kept_.erase(key);
       continue;
     }
     ChunkRecord rec = **found;
@@ -419,10 +371,7 @@ Status EcChunks::remove(const pb::RemoveRequest& req, const ChainPlace& place,
     existed = chained_.chunks().objects().stat(rec->object_id).ok();
     SURGE_RETURN_IF_ERROR(chained_.chunks().remove(key, *rec, false));
   }
-  {
-    std::lock_guard lk(pending_mu_);
-    pending_.erase(key);
-  }
+  kept_.erase(key);
   resp.set_existed(existed);
   return Status::OK();
 }
@@ -444,21 +393,8 @@ Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, Chu
   // at every parity position are committed_version + 1 .. version.
   while (rec.committed_version < upto) {
     const uint64_t v = rec.committed_version + 1;
-    Pending p;
-    {
-      std::lock_guard lk(pending_mu_);
-      auto it = pending_.find(key);
-      if (it != pending_.end()) {
-        auto q = it->second.find(v);
-        if (q != it->second.end()) {
-          p = std::move(q->second);
-          it->second.erase(q);
-        }
-        // Older ones are sent already (a failed send keeps them again).
-        it->second.erase(it->second.begin(), it->second.lower_bound(v));
-        if (it->second.empty()) pending_.erase(it);
-      }
-    }
+    // Older ones are sent already (a failed send keeps them again).
+    KeptDelta p = kept_.take(key, v);
     if (!p.delta) {
       return Status::Unavailable(
           what + ": target " + std::to_string(view_.own_id()) + " holds " + version_text(v) +
@@ -468,7 +404,7 @@ Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, Chu
     }
     auto buf = pool_.acquire(p.length, std::chrono::seconds(30));
     if (!buf.ok()) {
-      (void)keep(key, std::move(p));
+      (void)kept_.put(key, std::move(p));
       return buf.status().WithContext(what + ": sending a kept delta");
     }
     std::memcpy(buf->data(), p.delta.get(), p.length);

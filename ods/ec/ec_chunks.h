@@ -69,6 +69,7 @@
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
+#include "ods/ec/kept_deltas.h"
 
 namespace surge::ods {
 
@@ -171,25 +172,6 @@ class EcChunks {
   Status send_kept(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                    uint64_t upto, uint64_t skip, const std::string& what);
 
-  // A delta not yet at every parity position: failed (kept for the next
-  // write's resend) or held (for a commit). A chunk may hold several (one
-  // per version): full-group writes of its ranges in flight at once.
-  struct Pending {
-    uint64_t version = 0;
-    uint64_t at = 0;
-    uint64_t truncate_seq = 0;
-    std::unique_ptr<std::byte[]> delta;
-    uint64_t length = 0;
-    bool held = false;
-    std::chrono::steady_clock::time_point since;
-    proto::ods::ChunkRef ref;  // held: for the sweeper
-  };
-  // Keeps p under key; false when failed deltas reach kMaxPending.
-  bool keep(const ChunkKey& key, Pending p);
-  // Whether n more bytes may be held (kMaxHeldBytes).
-  bool held_room(uint64_t n);
-  // Whether every update of rec after its committed version is held.
-  bool only_held(const ChunkKey& key, const ChunkRecord& rec);
   // Keeps the delta of key's update v (at `at`) for a resend.
   void keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
                     std::span<const std::byte> delta);
@@ -200,8 +182,7 @@ class EcChunks {
   ChainView& view_;
   ChainForwarder& forwarder_;
   net::BufferPool& pool_;
-  std::mutex pending_mu_;
-  std::map<ChunkKey, std::map<uint64_t, Pending>> pending_;  // by version
+  KeptDeltas kept_{kMaxPending};
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
   std::jthread sweeper_;  // last: stopped and joined first
