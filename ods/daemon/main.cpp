@@ -106,12 +106,14 @@ int run(const OdsConfig& cfg) {
   // The head of a chain that changed rolls its dirty chunks forward.
   RollForward roll(**chunks, chains, chained);
   if (!cfg.mds.empty()) {
-    chains.on_change([&resync, &roll] {
+    chains.on_change([&resync, &roll, &ec] {
       resync.poke();
       roll.poke();
+      ec.rebuild().poke();
     });
     resync.start();
     roll.start();
+    ec.rebuild().start();
   }
   service.register_handlers(**server);
   service.watch_metrics(metrics::Registry::global());

@@ -104,7 +104,13 @@ Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint3
 
 EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
                    net::BufferPool& pool)
-    : chained_(chained), view_(view), forwarder_(forwarder), pool_(pool) {
+    : chained_(chained),
+      view_(view),
+      forwarder_(forwarder),
+      pool_(pool),
+      rebuild_(
+          chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
+          [this](const ChunkKey& key) { kept_.erase(key); }) {
   sweeper_ = std::jthread([this](std::stop_token stop) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -436,9 +442,12 @@ Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, u
   Status first;
   for (uint32_t j = 0; j < place.ec_parity; ++j) {
     const ChainPlace::EcMember& m = place.ec_members[k + j];
-    // Only SERVING positions: one offline or returning (SYNCING) is
-    // rebuilt from K others, which brings it every delta it missed.
-    if (m.state != proto::mds::MEMBER_SERVING || (skip & bit(k + j)) != 0) continue;
+    // The write chain's positions: a SYNCING one (being rebuilt) takes
+    // every delta from when it was made SYNCING, so none is missed
+    // between its rebuild of a chunk and its serving.
+    const bool in_chain =
+        m.state == proto::mds::MEMBER_SERVING || m.state == proto::mds::MEMBER_SYNCING;
+    if (!in_chain || (skip & bit(k + j)) != 0) continue;
     auto s = forwarder_.send_to(place, m.target_id, m.address, 1,
                                 ChunkKey{ref.ino(), ref.slot(), k + j}, u);
     if (!s.ok()) {
@@ -627,10 +636,25 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
   const ChunkKey key = key_of(req.ref());
   ChunkStore& chunks = chained_.chunks();
   std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key);
-  SURGE_ASSIGN_OR_RETURN(
-      auto judged, await_turn(
-                       place, req.ref(), order,
-                       [&](const ChunkRecord& r) { return turn_of(r.applied[src], v); }, what));
+  const bool syncing = place.state == proto::mds::MEMBER_SYNCING;
+  if (syncing && !rebuild_.rebuilt(place, key)) {
+    Status st = rebuild_.rebuild(place, key);
+    if (!st.ok()) {
+      // Not trusted until rebuilt, and rebuilt later from data that holds
+      // this update: nothing is lost by not applying it.
+      SLOG_DEBUG("{}: not applied, the chunk is not rebuilt here yet: {}", what, st.ToString());
+      resp.set_chunk_size(0);
+      return Status::OK();
+    }
+  }
+  auto judge = [&](const ChunkRecord& r) { return turn_of(r.applied[src], v); };
+  SURGE_ASSIGN_OR_RETURN(auto judged, await_turn(place, req.ref(), order, judge, what));
+  if (syncing && judged.second == Turn::kEarly) {
+    // A delta this rebuilt chunk never got: rebuild it again (the data
+    // holds every update up to this one).
+    SURGE_RETURN_IF_ERROR(rebuild_.rebuild(place, key).WithContext(what));
+    SURGE_ASSIGN_OR_RETURN(judged, await_turn(place, req.ref(), order, judge, what));
+  }
   auto& [rec, turn] = judged;
   if (turn == Turn::kEarly) {
     return Status::ChunkVersionGap(what + ": target " + std::to_string(view_.own_id()) +

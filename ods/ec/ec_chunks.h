@@ -69,6 +69,7 @@
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
+#include "ods/ec/ec_rebuild.h"
 #include "ods/ec/kept_deltas.h"
 
 namespace surge::ods {
@@ -107,12 +108,16 @@ class EcChunks {
   Status remove(const proto::ods::RemoveRequest& req, const ChainPlace& place,
                 proto::ods::RemoveReply& resp);
   // OdsEcCommit at a data position: sends each held delta named to the
-  // SERVING parity positions not in its parity_applied, in version order,
-  // and commits it.
+  // parity positions in the write chain (SERVING or SYNCING) not in its
+  // parity_applied, in version order, and commits it.
   Status commit(const proto::ods::EcCommitRequest& req, const ChainPlace& place);
   // Makes the position's own chunk durable.
   Status sync(const proto::ods::ChunkRef& ref, const ChainPlace& place);
-  // UPDATE_EC_DELTA at a parity position.
+  // The rebuild of this member's positions where it is SYNCING.
+  EcRebuild& rebuild() { return rebuild_; }
+  // UPDATE_EC_DELTA at a parity position. SYNCING (being rebuilt): a chunk
+  // not rebuilt yet is rebuilt first, or, when it cannot be now, the delta
+  // is acknowledged unapplied (ec_rebuild.h).
   Status apply_delta(net::RpcContext& ctx, const proto::ods::ChainForwardRequest& req,
                      const ChainPlace& place, net::PoolBuffer buf,
                      proto::ods::ChainForwardReply& resp);
@@ -185,6 +190,7 @@ class EcChunks {
   KeptDeltas kept_{kMaxPending};
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
+  EcRebuild rebuild_;     // uses codec(): stopped before codecs_ go
   std::jthread sweeper_;  // last: stopped and joined first
 };
 

@@ -19,7 +19,9 @@
 # data servers, truncates, degraded reads rebuilt from K positions into
 # heap buffers (client_ec_io_test's whole-group and random-write cases,
 # client_ec_degraded_test: about 2 min in the VM; all of client_ec_io_test
-# passed there too, 131 s). Second argument "ec": only these, every case.
+# passed there too, 131 s), and the rebuild of a returning member's
+# positions under writes (client_ec_rebuild_test: the rebuild reads the
+# other positions over RDMA). Second argument "ec": only these, every case.
 #
 # The clusters' directories go to the guest's tmpfs /dev/shm
 # (SURGE_TEST_TMPDIR, tests/client/local_cluster.h): the guest's /tmp is
@@ -63,11 +65,13 @@ run() {  # run TIMEOUT TEST [GTEST ARGS...]
 if [ "$CHAINS" = ec ]; then
   run "$LIMIT" client_ec_io_test
   run "$LIMIT" client_ec_degraded_test
+  run "$LIMIT" client_ec_rebuild_test
   exit $rc
 fi
 run "$LIMIT" client_ec_io_test \
   --gtest_filter=EcIo.WholeGroupsAreEncodedByTheClient:EcIo.RandomOverwritesAndTruncatesMatchAModel
 run "$LIMIT" client_ec_degraded_test
+run "$LIMIT" client_ec_rebuild_test --gtest_filter=EcRebuild.AReturningMemberIsRebuiltWhileWritesGoOn
 run "$LIMIT" client_native_test
 run "$LIMIT" client_two_mounts_test
 run "$LIMIT" client_metrics_dashboard_test

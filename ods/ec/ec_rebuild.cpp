@@ -1,0 +1,507 @@
+// EcRebuild: rebuilding this member's position of an EC chain. See
+// ec_rebuild.h.
+#include "ods/ec/ec_rebuild.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "common/log.h"
+#include "net/proto/ods_methods.h"
+#include "ods/ec/position_reads.h"
+
+namespace surge::ods {
+namespace {
+
+namespace pb = proto::ods;
+namespace mpb = proto::mds;
+
+constexpr uint32_t kListPage = 1024;
+constexpr auto kReportEvery = std::chrono::seconds(1);
+// How long writes admitted under a chain version before the listing get to
+// end (see run()).
+constexpr auto kSettle = std::chrono::seconds(1);
+// A parity rebuild starts again when a data chunk moves on between its
+// windows; a data position's window waits for a consistent cut.
+constexpr int kParityAttempts = 5;
+constexpr int kCutAttempts = 100;
+constexpr auto kCutPause = std::chrono::milliseconds(10);
+// A pass that failed is tried again after this long, doubling to the
+// most (a rebuild that waits for a position to return is not retried
+// every second).
+constexpr auto kRetryFirst = std::chrono::seconds(1);
+constexpr auto kRetryMost = std::chrono::seconds(16);
+
+pb::ChunkRef ref_of(const ChainPlace& place, const ChunkKey& key) {
+  pb::ChunkRef ref;
+  ref.set_chain_id(place.chain_id);
+  ref.set_chain_version(place.version);
+  ref.set_ino(key.ino);
+  ref.set_slot(key.slot);
+  ref.set_position(key.position);
+  return ref;
+}
+
+std::string target_text(const ChainPlace& place, uint32_t position) {
+  const auto& m = place.ec_members[position];
+  return "target " + std::to_string(m.target_id) + " at " + m.address;
+}
+
+}  // namespace
+
+EcRebuild::EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
+                     CodecOf codec, std::function<void(const ChunkKey&)> rebuilt)
+    : chained_(chained),
+      view_(view),
+      forwarder_(forwarder),
+      codec_(std::move(codec)),
+      on_rebuilt_(std::move(rebuilt)) {}
+
+EcRebuild::~EcRebuild() {
+  stop();
+}
+
+void EcRebuild::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void EcRebuild::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EcRebuild::poke() {
+  {
+    std::lock_guard lk(mu_);
+    poked_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool EcRebuild::rebuilt(const ChainPlace& place, const ChunkKey& key) {
+  std::lock_guard lk(syncs_mu_);
+  auto it = syncs_.find(place.chain_id);
+  return it != syncs_.end() && it->second.version == place.version &&
+         it->second.rebuilt.count(key) != 0;
+}
+
+void EcRebuild::mark(const ChainPlace& place, const ChunkKey& key) {
+  std::lock_guard lk(syncs_mu_);
+  Sync& s = syncs_[place.chain_id];
+  if (s.version != place.version) {
+    s.version = place.version;
+    s.rebuilt.clear();
+  }
+  s.rebuilt.insert(key);
+}
+
+Status EcRebuild::rebuild(const ChainPlace& place, const ChunkKey& key) {
+  return rebuild_one(place, key).status();
+}
+
+Result<EcRebuild::Rebuilt> EcRebuild::rebuild_one(const ChainPlace& place, const ChunkKey& key) {
+  const std::string what = "rebuild of " + key.describe() + " of EC chain " +
+                           std::to_string(place.chain_id) + " on target " +
+                           std::to_string(view_.own_id());
+  SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  const bool parity = place.ec_position >= place.ec_data;
+  auto done = parity ? rebuild_parity(place, key) : rebuild_data(place, key);
+  if (!done.ok()) return done.status().WithContext(what);
+  if (!done->kept) on_rebuilt_(key);
+  mark(place, key);
+  return done;
+}
+
+Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, const ChunkKey& key) {
+  const uint32_t k = place.ec_data;
+  const uint32_t j = place.ec_position - k;
+  for (uint32_t q = 0; q < k; ++q) {
+    if (place.ec_members[q].state != mpb::MEMBER_SERVING) {
+      return Status::Unavailable("data position " + std::to_string(q) + " (" +
+                                 target_text(place, q) +
+                                 ") does not serve; a parity position is rebuilt from the " +
+                                 std::to_string(k) + " data positions");
+    }
+  }
+  SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
+  ChunkStore& chunks = chained_.chunks();
+  const pb::ChunkRef ref = ref_of(place, key);
+  std::vector<std::vector<std::byte>> data(k, std::vector<std::byte>(kWindow));
+  std::vector<std::byte> out(kWindow);
+  std::vector<uint64_t> versions(k, 0);
+  // Reads window `off` of every data chunk into data; false when one of
+  // them moved on from the version its first window named.
+  uint64_t longest = 0;
+  auto read_window = [&](uint64_t off) -> Result<bool> {
+    longest = 0;
+    for (uint32_t q = 0; q < k; ++q) {
+      SURGE_ASSIGN_OR_RETURN(
+          auto w, read_position(forwarder_, place, q, {key.ino, key.slot, q}, off, data[q]));
+      if (off == 0) versions[q] = w.version;
+      if (w.version != versions[q]) return false;
+      std::memset(data[q].data() + w.length, 0, kWindow - w.length);
+      longest = std::max(longest, w.length);
+    }
+    return true;
+  };
+  for (int attempt = 0; attempt < kParityAttempts; ++attempt) {
+    SURGE_ASSIGN_OR_RETURN(bool steady, read_window(0));
+    if (!steady) continue;
+    SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, false));
+    if (found && !found->incomplete && !found->dirty() && found->applied_count == k &&
+        std::equal(versions.begin(), versions.end(), found->applied.begin())) {
+      // Held here already as the code of exactly those versions (a member
+      // back from a restart during which nothing was written to the group).
+      return Rebuilt{0, true};
+    }
+    if (std::all_of(versions.begin(), versions.end(), [](uint64_t v) { return v == 0; })) {
+      // No data chunk of the group: nothing to hold.
+      if (found) SURGE_RETURN_IF_ERROR(chunks.remove(key, *found, false));
+      return Rebuilt{};
+    }
+    SURGE_ASSIGN_OR_RETURN(found, chained_.record(key, ref, true));
+    ChunkRecord rec = chained_.begin_life(*found);
+    // Incomplete while the bytes change: no reader sees them, and a crash
+    // leaves the chunk for the next sync (which starts with nothing rebuilt).
+    rec.incomplete = true;
+    SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+    SURGE_RETURN_IF_ERROR(chunks.objects().truncate(rec.object_id, 0));
+    uint64_t off = 0;
+    while (steady && longest > 0) {
+      std::memset(out.data(), 0, longest);
+      for (uint32_t q = 0; q < k; ++q) {
+        SURGE_RETURN_IF_ERROR(rs->UpdateOneParity(q, j,
+                                                  reinterpret_cast<const uint8_t*>(data[q].data()),
+                                                  reinterpret_cast<uint8_t*>(out.data()), longest));
+      }
+      iovec seg{out.data(), longest};
+      auto wrote = chunks.objects().write(rec.object_id, off, {&seg, 1}, false);
+      if (!wrote.ok()) return wrote.status();
+      off += longest;
+      if (longest < kWindow) break;
+      SURGE_ASSIGN_OR_RETURN(steady, read_window(off));
+    }
+    if (!steady) continue;  // a data chunk moved on between windows: read it all again
+    rec.incomplete = false;
+    rec.version += 1;
+    rec.committed_version = rec.version;
+    rec.applied_count = k;
+    rec.applied = {};
+    for (uint32_t q = 0; q < k; ++q) rec.applied[q] = versions[q];
+    SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+    SURGE_RETURN_IF_ERROR(chunks.sync(key, rec));
+    chained_.waits().changed();
+    return Rebuilt{off, false};
+  }
+  return Status::Unavailable("the data chunks kept changing while read (" +
+                             std::to_string(kParityAttempts) + " times)");
+}
+
+Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, const ChunkKey& key) {
+  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
+  std::vector<uint32_t> sources;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i != p && place.ec_members[i].state == mpb::MEMBER_SERVING) sources.push_back(i);
+  }
+  if (sources.size() < k) {
+    return Status::Unavailable("only " + std::to_string(sources.size()) +
+                               " other positions serve, " + std::to_string(k) + " needed");
+  }
+  SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
+  ChunkStore& chunks = chained_.chunks();
+  const pb::ChunkRef ref = ref_of(place, key);
+  std::vector<std::vector<std::byte>> bufs(n, std::vector<std::byte>(kWindow));
+  std::optional<uint64_t> target;  // the version every parity copy names for p
+  std::optional<ChunkRecord> rec;
+  uint64_t off = 0;
+  for (;;) {
+    uint64_t len = 0;
+    bool cut = false;
+    for (int attempt = 0; attempt < kCutAttempts && !cut; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(kCutPause);
+      std::vector<std::optional<PositionWindow>> got(n);
+      for (uint32_t i : sources) {
+        auto w = read_position(forwarder_, place, i, {key.ino, key.slot, i}, off, bufs[i]);
+        if (w.ok()) {
+          std::memset(bufs[i].data() + w->length, 0, kWindow - w->length);
+          got[i] = std::move(*w);
+        } else if (w.status().code() != Code::kChunkDirty) {
+          return w.status();
+        }
+      }
+      // The parity copies read must agree on p's version: p takes no
+      // writes while SYNCING, so one that differs will not come round.
+      std::optional<uint64_t> names;
+      for (uint32_t i : sources) {
+        if (i < k || !got[i]) continue;
+        const uint64_t a = got[i]->applied_of(p);
+        if (names && *names != a) {
+          return Status::Unavailable(
+              "parity positions name different versions of data position " + std::to_string(p) +
+              " (" + std::to_string(*names) + " and " + std::to_string(a) + " at position " +
+              std::to_string(i) +
+              "): a write of it was under way when it was lost; its parity needs repair first");
+        }
+        names = a;
+      }
+      if (!names) continue;  // no parity copy read this time
+      if (target && *target != *names) {
+        return Status::Unavailable("the parity moved from version " + std::to_string(*target) +
+                                   " to " + std::to_string(*names) + " of data position " +
+                                   std::to_string(p) + " during its rebuild");
+      }
+      target = names;
+      // K copies at a consistent cut: the data copies read, then parity
+      // copies that name exactly their versions.
+      ec::ChunkSet present;
+      for (uint32_t i : sources) {
+        if (i < k && got[i]) present.set(i);
+      }
+      for (uint32_t i : sources) {
+        if (i < k || !got[i] || present.count() >= k) continue;
+        bool fits = true;
+        for (uint32_t q = 0; q < k; ++q) {
+          if (present.test(q)) fits = fits && got[i]->applied_of(q) == got[q]->version;
+        }
+        if (fits) present.set(i);
+      }
+      if (present.count() < k) continue;
+      for (uint32_t i = 0; i < n; ++i) {
+        if (present.test(i)) len = std::max(len, got[i]->length);
+      }
+      if (len > 0) {
+        std::vector<uint8_t*> ptrs(n, nullptr);
+        for (uint32_t i = 0; i < n; ++i) {
+          if (present.test(i) || i == p) ptrs[i] = reinterpret_cast<uint8_t*>(bufs[i].data());
+        }
+        ec::ChunkSet want;
+        want.set(p);
+        SURGE_RETURN_IF_ERROR(rs->Reconstruct(ptrs, present, want, len));
+      }
+      cut = true;
+    }
+    if (!cut) {
+      return Status::Unavailable("no consistent cut of " + std::to_string(k) +
+                                 " other positions at offset " + std::to_string(off) + " in " +
+                                 std::to_string(kCutAttempts) + " tries");
+    }
+    if (!rec) {
+      SURGE_ASSIGN_OR_RETURN(auto held, chained_.record(key, ref, false));
+      if (*target == 0) {
+        // p never written (or its chunk's life ended): nothing to hold.
+        if (held) SURGE_RETURN_IF_ERROR(chunks.remove(key, *held, false));
+        return Rebuilt{};
+      }
+      if (held && !held->incomplete && held->version == *target) {
+        // Held here already at the version the parity names (a member back
+        // from a restart; its bytes of that version were stored before the
+        // parity was sent their delta).
+        held->committed_version = held->version;
+        SURGE_RETURN_IF_ERROR(chunks.index().put(key, *held, false));
+        return Rebuilt{0, true};
+      }
+    }
+    if (!rec) {
+      SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
+      rec = chained_.begin_life(*found);
+      rec->incomplete = true;
+      SURGE_RETURN_IF_ERROR(chunks.index().put(key, *rec, false));
+      SURGE_RETURN_IF_ERROR(chunks.objects().truncate(rec->object_id, 0));
+    }
+    if (len == 0) break;
+    iovec seg{bufs[p].data(), len};
+    auto wrote = chunks.objects().write(rec->object_id, off, {&seg, 1}, false);
+    if (!wrote.ok()) return wrote.status();
+    off += len;
+    if (len < kWindow) break;
+  }
+  rec->incomplete = false;
+  rec->version = rec->committed_version = *target;
+  rec->applied_count = 0;
+  SURGE_RETURN_IF_ERROR(chunks.index().put(key, *rec, false));
+  SURGE_RETURN_IF_ERROR(chunks.sync(key, *rec));
+  chained_.waits().changed();
+  return Rebuilt{off, false};
+}
+
+void EcRebuild::run() {
+  using Clock = std::chrono::steady_clock;
+  std::map<uint32_t, std::pair<Clock::time_point, Clock::duration>>
+      retry;  // chain id -> when to try again, and the wait after that
+  auto failed = [&](const ChainPlace& place, const Status& st) {
+    auto r = retry.find(place.chain_id);
+    const Clock::duration wait = r == retry.end()
+                                     ? Clock::duration(kRetryFirst)
+                                     : std::min<Clock::duration>(r->second.second * 2, kRetryMost);
+    retry[place.chain_id] = {Clock::now() + wait, wait};
+    SLOG_WARN(
+        "rebuild of position {} of EC chain {} (version {}) on target {}: {}; trying again "
+        "in {} s",
+        place.ec_position, place.chain_id, place.version, view_.own_id(), st.ToString(),
+        std::chrono::duration_cast<std::chrono::seconds>(wait).count());
+  };
+  std::unique_lock lk(mu_);
+  while (!stop_) {
+    cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_ || poked_; });
+    if (stop_) break;
+    poked_ = false;
+    lk.unlock();
+    const auto now = Clock::now();
+    std::vector<std::pair<ChainPlace, Keys>> due;
+    for (const ChainPlace& place : view_.places()) {
+      if (!place.ec || place.state != mpb::MEMBER_SYNCING) continue;
+      auto f = finished_.find(place.chain_id);
+      if (f != finished_.end() && f->second == place.version) continue;
+      auto r = retry.find(place.chain_id);
+      if (r != retry.end() && now < r->second.first) continue;
+      SLOG_INFO("rebuild of position {} of EC chain {} (version {}) on target {} begins",
+                place.ec_position, place.chain_id, place.version, view_.own_id());
+      auto keys = list_others(place);
+      if (keys.ok()) {
+        due.emplace_back(place, std::move(*keys));
+      } else {
+        failed(place, keys.status());
+      }
+    }
+    // Listing made every member reached take these chain versions: writes
+    // admitted under the versions before, whose deltas did not come here,
+    // end before the passes read what they wrote.
+    if (!due.empty()) std::this_thread::sleep_for(kSettle);
+    for (const auto& [place, keys] : due) {
+      Status st = pass(place, keys);
+      if (st.ok()) {
+        finished_[place.chain_id] = place.version;
+        retry.erase(place.chain_id);
+      } else {
+        failed(place, st);
+      }
+      std::lock_guard sl(mu_);
+      if (stop_) break;
+    }
+    lk.lock();
+  }
+}
+
+Result<EcRebuild::Keys> EcRebuild::list_others(const ChainPlace& place) {
+  Keys keys;
+  for (uint32_t i = 0; i < place.ec_members.size(); ++i) {
+    const auto& m = place.ec_members[i];
+    if (i == place.ec_position || m.state != mpb::MEMBER_SERVING) continue;
+    SURGE_ASSIGN_OR_RETURN(auto ch, forwarder_.channel(m.address));
+    pb::ListChunksRequest lq;
+    lq.mutable_ref()->set_target_id(m.target_id);
+    lq.mutable_ref()->set_chain_id(place.chain_id);
+    lq.mutable_ref()->set_chain_version(place.version);
+    lq.set_from_start(true);
+    lq.set_max_entries(kListPage);
+    for (;;) {
+      pb::ListChunksReply la;
+      Status st = ch->call<pb::OdsListChunks>(lq, &la);
+      if (peer_unreachable(st)) forwarder_.drop(m.address);
+      SURGE_RETURN_IF_ERROR_CTX(st, "listing the chunks of EC chain " +
+                                        std::to_string(place.chain_id) + " on " +
+                                        target_text(place, i));
+      for (const auto& c : la.chunks()) keys.emplace(c.ino(), c.slot());
+      if (la.eof() || la.chunks_size() == 0) break;
+      const auto& last = la.chunks(la.chunks_size() - 1);
+      lq.set_from_start(false);
+      lq.mutable_ref()->set_ino(last.ino());
+      lq.mutable_ref()->set_slot(last.slot());
+      lq.mutable_ref()->set_position(last.position());
+    }
+  }
+  return keys;
+}
+
+Status EcRebuild::report(const ChainPlace& place, const Progress& p, bool done) {
+  mpb::ReportChainSyncRequest req;
+  req.set_chain_id(place.chain_id);
+  req.set_chain_version(place.version);
+  req.set_target_id(view_.own_id());
+  req.set_source_target_id(view_.own_id());
+  req.set_chunks_total(p.chunks_total);
+  req.set_chunks_done(p.chunks_done);
+  req.set_bytes_total(p.bytes_done);
+  req.set_bytes_done(p.bytes_done);
+  req.set_done(done);
+  auto r = view_.report_sync(req);
+  if (!r.ok()) return r.status();
+  if (done) (void)view_.refresh();
+  return Status::OK();
+}
+
+Status EcRebuild::pass(const ChainPlace& place, const Keys& keys) {
+  const auto began = std::chrono::steady_clock::now();
+  const uint32_t pos = place.ec_position;
+  Progress p;
+  p.chunks_total = keys.size();
+  SURGE_RETURN_IF_ERROR(report(place, p, false));
+  auto last_report = std::chrono::steady_clock::now();
+  auto rebuild_all = [&](const Keys& of) -> Status {
+    for (const auto& [ino, slot] : of) {
+      if (&of != &keys && keys.count({ino, slot}) != 0) continue;  // the first pass's
+      const ChunkKey key{ino, slot, pos};
+      auto order = chained_.order().lock(key);
+      if (!rebuilt(place, key)) {
+        SURGE_ASSIGN_OR_RETURN(Rebuilt r, rebuild_one(place, key));
+        p.bytes_done += r.bytes;
+        p.kept += r.kept ? 1 : 0;
+      }
+      p.chunks_done++;
+      p.chunks_total = std::max(p.chunks_total, p.chunks_done);
+      if (std::chrono::steady_clock::now() - last_report >= kReportEvery) {
+        last_report = std::chrono::steady_clock::now();
+        SURGE_RETURN_IF_ERROR(report(place, p, false));
+      }
+    }
+    return Status::OK();
+  };
+  SURGE_RETURN_IF_ERROR(rebuild_all(keys));
+  // Chunks held here that no other member holds: their file went while
+  // this member was away (one made meanwhile is rebuilt already). Only
+  // when every other position serves: a chunk set may be held by one
+  // that does not, and this copy may be all that covers it.
+  uint64_t dropped = 0;
+  bool all_serve = true;
+  for (uint32_t i = 0; i < place.ec_members.size(); ++i) {
+    all_serve = all_serve && (i == pos || place.ec_members[i].state == mpb::MEMBER_SERVING);
+  }
+  std::optional<ChunkKey> after;
+  while (all_serve) {
+    SURGE_ASSIGN_OR_RETURN(auto page,
+                           chained_.chunks().index().list(place.chain_id, after, kListPage));
+    for (const auto& [key, listed] : page) {
+      if (key.position != pos || keys.count({key.ino, key.slot}) != 0) continue;
+      auto order = chained_.order().lock(key);
+      if (rebuilt(place, key)) continue;
+      SURGE_ASSIGN_OR_RETURN(auto rec, chained_.chunks().index().get(key));
+      if (!rec) continue;
+      SURGE_RETURN_IF_ERROR(chained_.chunks().remove(key, *rec, false));
+      dropped++;
+    }
+    if (page.size() < kListPage) break;
+    after = page.back().first;
+  }
+  // Chunks made while the pass ran.
+  SURGE_ASSIGN_OR_RETURN(auto again, list_others(place));
+  SURGE_RETURN_IF_ERROR(rebuild_all(again));
+  p.chunks_total = p.chunks_done;
+  SURGE_RETURN_IF_ERROR(report(place, p, true));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  SLOG_INFO(
+      "rebuild of position {} of EC chain {} (version {}) on target {} done: {} chunks, {} of them "
+      "current here already, {} bytes rebuilt, {} dropped, in {:.3f} s",
+      pos, place.chain_id, place.version, view_.own_id(), p.chunks_done, p.kept, p.bytes_done,
+      dropped, secs);
+  return Status::OK();
+}
+
+}  // namespace surge::ods

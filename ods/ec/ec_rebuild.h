@@ -1,0 +1,127 @@
+// EcRebuild: a member SYNCING in an EC chain rebuilds its own position
+// from the others (docs/redundancy.md, "EC rebuild"). The MDS makes a
+// returning member, or a newcomer in a lost member's place, SYNCING at its
+// position; nothing it holds is trusted until rebuilt in this sync (under
+// the chain version it was made SYNCING at: a version that moves starts
+// the sync again).
+//
+// * A parity position is the code of the K data positions: each chunk is
+//   rebuilt by reading the K data chunks (their bytes as they are, dirty
+//   or not, with their versions), under the parity chunk's update order,
+//   and encoding; the versions read become its applied ones. Data
+//   positions send their deltas to a SYNCING parity position too: one for
+//   a chunk rebuilt already is applied as at any parity position (a delta
+//   the rebuild's read already held is acknowledged as applied); one for a
+//   chunk not rebuilt yet rebuilds it first, and when that cannot be done
+//   now (a data position does not serve) is acknowledged without being
+//   applied: the chunk stays unrebuilt, and the pass rebuilds it later
+//   from data that holds the update.
+// * A data position is rebuilt from K other positions at a consistent cut
+//   (every parity copy used names as applied the versions of the data
+//   copies used), window by window: it takes no writes while SYNCING, so
+//   its bytes, at the version every parity position names for it, do not
+//   change during the rebuild. Parity positions that disagree on that
+//   version (a write of it was under way when it was lost) leave it
+//   unrebuilt: their parity needs repair first (not built).
+// * The pass: list the chunks every SERVING member of the chain holds,
+//   rebuild each one not rebuilt yet, drop the local chunks nobody else
+//   holds (their file went while this member was away), list again for
+//   the chunks made while the pass ran, and report done
+//   (MdsReportChainSync, with progress about once a second); the MDS then
+//   makes the member SERVING.
+//
+// One thread for the passes; rebuilds for deltas run on the caller's.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/ec/rs_codec.h"
+#include "common/status.h"
+#include "ods/chain/chain_forwarder.h"
+#include "ods/chain/chain_view.h"
+#include "ods/chain/chained_chunks.h"
+
+namespace surge::ods {
+
+class EcRebuild {
+ public:
+  using CodecOf = std::function<Result<const ec::RsCodec*>(const ChainPlace&)>;
+  // codec: the codec of a chain's K+M; rebuilt: called (under the chunk's
+  // update order) for each chunk rebuilt, so deltas kept for its old
+  // bytes go.
+  EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder, CodecOf codec,
+            std::function<void(const ChunkKey&)> rebuilt);
+  ~EcRebuild();
+  void start();
+  void stop();
+  // The map moved: look at the chains again now.
+  void poke();
+
+  // Whether key (this member's position) was rebuilt in the current sync
+  // of place's chain, where this member is SYNCING.
+  bool rebuilt(const ChainPlace& place, const ChunkKey& key);
+  // Rebuilds key here from the other positions and marks it rebuilt.
+  // The caller holds key's update order.
+  Status rebuild(const ChainPlace& place, const ChunkKey& key);
+
+  // Windows a chunk is read and rebuilt in.
+  static constexpr uint64_t kWindow = 1 << 20;
+
+ private:
+  struct Sync {
+    uint64_t version = 0;  // the chain version the sync runs under
+    std::set<ChunkKey> rebuilt;
+  };
+  struct Progress {
+    uint64_t chunks_total = 0;
+    uint64_t chunks_done = 0;
+    uint64_t bytes_done = 0;  // rebuilt
+    uint64_t kept = 0;        // held here already, current
+  };
+  struct Rebuilt {
+    uint64_t bytes = 0;  // written
+    bool kept = false;   // the copy here was current: nothing written
+  };
+
+  // (ino, slot) of chunks of a chain.
+  using Keys = std::set<std::pair<uint64_t, uint32_t>>;
+
+  void run();
+  // One pass over place's chain, keys as listed before; reports done
+  // when it finishes.
+  Status pass(const ChainPlace& place, const Keys& keys);
+  // The chunks of place's chain that the SERVING members other than this
+  // one list.
+  Result<Keys> list_others(const ChainPlace& place);
+  Status report(const ChainPlace& place, const Progress& p, bool done);
+  void mark(const ChainPlace& place, const ChunkKey& key);
+
+  // rebuild() and what it did.
+  Result<Rebuilt> rebuild_one(const ChainPlace& place, const ChunkKey& key);
+  Result<Rebuilt> rebuild_parity(const ChainPlace& place, const ChunkKey& key);
+  Result<Rebuilt> rebuild_data(const ChainPlace& place, const ChunkKey& key);
+
+  ChainedChunks& chained_;
+  ChainView& view_;
+  ChainForwarder& forwarder_;
+  CodecOf codec_;
+  std::function<void(const ChunkKey&)> on_rebuilt_;
+  std::mutex syncs_mu_;
+  std::map<uint32_t, Sync> syncs_;  // by chain id
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool poked_ = false;
+  std::thread thread_;
+  // chain id -> the chain version a pass last finished under.
+  std::map<uint32_t, uint64_t> finished_;
+};
+
+}  // namespace surge::ods
