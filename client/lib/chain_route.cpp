@@ -61,12 +61,17 @@ Result<uint32_t> chain_reader(const pb::Chain& chain, uint64_t spread_key, const
   return left[spread_key % left.size()];
 }
 
-Result<uint32_t> ec_member(const pb::Chain& chain, uint32_t position, const RouteHint& hint) {
+namespace {
+
+Result<uint32_t> ec_holder(const pb::Chain& chain, uint32_t position, const RouteHint& hint,
+                           bool syncing_too) {
   if (position >= static_cast<uint32_t>(chain.members_size())) {
     return Status::Unavailable(chain_text(chain) + " has no position " + std::to_string(position));
   }
   const auto& m = chain.members(static_cast<int>(position));
-  if (m.state() != pb::MEMBER_SERVING) {
+  const bool takes =
+      m.state() == pb::MEMBER_SERVING || (syncing_too && m.state() == pb::MEMBER_SYNCING);
+  if (!takes) {
     return Status::Unavailable(chain_text(chain) + ": position " + std::to_string(position) +
                                " (target " + std::to_string(m.target_id()) + ") does not serve");
   }
@@ -75,6 +80,16 @@ Result<uint32_t> ec_member(const pb::Chain& chain, uint32_t position, const Rout
                                " (target " + std::to_string(m.target_id()) + ") was tried already");
   }
   return m.target_id();
+}
+
+}  // namespace
+
+Result<uint32_t> ec_member(const pb::Chain& chain, uint32_t position, const RouteHint& hint) {
+  return ec_holder(chain, position, hint, false);
+}
+
+Result<uint32_t> ec_writer(const pb::Chain& chain, uint32_t position, const RouteHint& hint) {
+  return ec_holder(chain, position, hint, true);
 }
 
 uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe) {

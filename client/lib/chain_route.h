@@ -13,8 +13,9 @@
 //   be reached, goes to a member not tried yet.
 // * EC chains: member i holds position i, so every request for a chunk of
 //   position p goes to member p (ec_member); when it does not serve (or
-//   was tried), a read is rebuilt from K other positions and a write waits
-//   for the position to serve again.
+//   was tried), a read is rebuilt from K other positions. A write goes to
+//   it while it is being rebuilt too (ec_writer), and waits while it is
+//   down.
 // Unavailable naming the chain when no member is left: the IO fails then.
 #pragma once
 
@@ -43,6 +44,10 @@ Result<uint32_t> chain_reader(const proto::mds::Chain& chain, uint64_t spread_ke
 // The member of an EC chain that holds `position`, when it is SERVING and
 // not in hint.avoid; Unavailable naming the chain and position otherwise.
 Result<uint32_t> ec_member(const proto::mds::Chain& chain, uint32_t position,
+                           const RouteHint& hint);
+// The same for a write or sync of a data position: SERVING or SYNCING (a
+// member being rebuilt rebuilds a chunk before it writes it).
+Result<uint32_t> ec_writer(const proto::mds::Chain& chain, uint32_t position,
                            const RouteHint& hint);
 
 // The key chain_reader spreads by: one per stripe unit of one chunk.

@@ -92,7 +92,7 @@ void EcGroupWrite::begin(IoBatch& b) {
   chain_ = std::move(*chain);
   std::vector<uint32_t> targets(k);
   for (uint32_t p = 0; p < k; ++p) {
-    auto member = ec_member(chain_, p, rows_[0].data[p].attempt.piece.hint);
+    auto member = ec_writer(chain_, p, rows_[0].data[p].attempt.piece.hint);
     if (!member.ok()) return give_up();  // a plain write fails and is retried
     targets[p] = *member;
   }

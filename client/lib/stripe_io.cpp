@@ -196,7 +196,8 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
     if (!chain.ok()) return fail(chain.status(), false, true);
     a.chain_version = chain->version();
     if (chain->scheme() == proto::mds::SCHEME_EC) {
-      auto member = ec_member(*chain, c.chunk.position, a.piece.hint);
+      auto member = b.req_.op == IoOp::kRead ? ec_member(*chain, c.chunk.position, a.piece.hint)
+                                             : ec_writer(*chain, c.chunk.position, a.piece.hint);
       if (member.ok()) {
         a.target_id = *member;
       } else if (b.req_.op == IoOp::kRead) {

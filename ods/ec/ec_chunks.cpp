@@ -143,7 +143,11 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
                                    std::to_string(place.ec_data - 1) +
                                    " (or a full group's parity, with its versions)");
   }
-  if (place.state != proto::mds::MEMBER_SERVING) return not_serving(place, view_.own_id(), what);
+  // A data position being rebuilt takes writes (each chunk rebuilt
+  // first); the client's parity goes only where parity serves.
+  const bool takes = place.state == proto::mds::MEMBER_SERVING ||
+                     (!parity && place.state == proto::mds::MEMBER_SYNCING);
+  if (!takes) return not_serving(place, view_.own_id(), what);
   const uint64_t off = req.offset(), len = req.length();
   const size_t cap = buf.capacity();
   SURGE_RETURN_IF_ERROR(check_write_request(
@@ -181,6 +185,14 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
   return Status::OK();
 }
 
+Status EcChunks::rebuilt_first(const ChainPlace& place, const ChunkKey& key,
+                               const std::string& what) {
+  if (place.state != proto::mds::MEMBER_SYNCING || rebuild_.rebuilt(place, key)) {
+    return Status::OK();
+  }
+  return rebuild_.rebuild(place, key).WithContext(what);
+}
+
 Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                             uint64_t n, net::PoolBuffer& buf,
                             const std::vector<PulledPiece>& pieces, bool sync, bool hold,
@@ -190,6 +202,7 @@ Status EcChunks::write_unit(const ChainPlace& place, const pb::ChunkRef& ref, ui
   ChunkStore& chunks = chained_.chunks();
   auto order = chained_.order().lock(key);
   SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  SURGE_RETURN_IF_ERROR(rebuilt_first(place, key, what));
   SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
   rec = chained_.begin_life(*found);
   const bool cut_first = ref.truncate_seq() > rec.truncate_seq;
@@ -330,6 +343,10 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
   const ChunkKey key = key_of(req.ref());
   auto order = chained_.order().lock(key);
   SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
+  const bool parity = place.ec_position >= place.ec_data;
+  // A data position being rebuilt: its copy is stale until then (a cut of
+  // it would send the parity a delta of bytes the group does not hold).
+  if (!parity) SURGE_RETURN_IF_ERROR(rebuilt_first(place, key, what));
   resp.set_chunk_version(0);
   // A chunk never written holds nothing to cut.
   SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, req.ref(), false));
@@ -340,7 +357,7 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
     resp.set_chunk_version(rec.version);
     return Status::OK();  // applied before (a later writer may have written since)
   }
-  if (place.ec_position >= place.ec_data) {
+  if (parity) {
     // Parity: the data positions' cuts send the bytes they cut, which
     // leaves the parity of zeros (zero) wherever every data chunk is cut.
     if (seq > rec.truncate_seq) {
@@ -350,9 +367,6 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
     resp.set_chunk_version(rec.version);
     return Status::OK();
   }
-  // Its bytes are stale until rebuilt: their cut would send the parity a
-  // delta of bytes the group does not hold.
-  if (place.state != proto::mds::MEMBER_SERVING) return not_serving(place, view_.own_id(), what);
   if (rec.dirty()) SURGE_RETURN_IF_ERROR(send_kept(place, req.ref(), rec, rec.version, 0, what));
   SURGE_RETURN_IF_ERROR(cut(place, req.ref(), rec, req.size(), seq, what));
   resp.set_chunk_version(rec.version);

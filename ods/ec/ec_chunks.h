@@ -123,6 +123,9 @@ class EcChunks {
                      proto::ods::ChainForwardReply& resp);
 
  private:
+  // Under key's update order at a data position: a member SYNCING in
+  // place's chain rebuilds the chunk before it changes it (once per sync).
+  Status rebuilt_first(const ChainPlace& place, const ChunkKey& key, const std::string& what);
   // The codec of place's K+M (made once per shape).
   Result<const ec::RsCodec*> codec(const ChainPlace& place);
 

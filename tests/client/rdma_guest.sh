@@ -19,9 +19,10 @@
 # data servers, truncates, degraded reads rebuilt from K positions into
 # heap buffers (client_ec_io_test's whole-group and random-write cases,
 # client_ec_degraded_test: about 2 min in the VM; all of client_ec_io_test
-# passed there too, 131 s), and the rebuild of a returning member's
-# positions under writes (client_ec_rebuild_test: the rebuild reads the
-# other positions over RDMA). Second argument "ec": only these, every case.
+# passed there too, 131 s). Second argument "ec": only these, every case,
+# and client_ec_rebuild_test (the rebuild reads the other positions over
+# RDMA; 185 s in the VM, left out of the default run for the test
+# command's time).
 #
 # The clusters' directories go to the guest's tmpfs /dev/shm
 # (SURGE_TEST_TMPDIR, tests/client/local_cluster.h): the guest's /tmp is
@@ -71,7 +72,6 @@ fi
 run "$LIMIT" client_ec_io_test \
   --gtest_filter=EcIo.WholeGroupsAreEncodedByTheClient:EcIo.RandomOverwritesAndTruncatesMatchAModel
 run "$LIMIT" client_ec_degraded_test
-run "$LIMIT" client_ec_rebuild_test --gtest_filter=EcRebuild.AReturningMemberIsRebuiltWhileWritesGoOn
 run "$LIMIT" client_native_test
 run "$LIMIT" client_two_mounts_test
 run "$LIMIT" client_metrics_dashboard_test

@@ -39,6 +39,14 @@ std::string sync_text(const pb::Chain& c) {
   std::string s;
   for (const auto& p : c.sync()) {
     if (!s.empty()) s += "; ";
+    if (c.scheme() == pb::SCHEME_EC) {
+      // Rebuilt by the member itself from the other positions; the bytes
+      // to write are known only as it goes.
+      s += "target " + std::to_string(p.target_id()) + ": " + std::to_string(p.chunks_done()) +
+           " of " + std::to_string(p.chunks_total()) +
+           " chunks rebuilt from the other positions, " + mib(p.bytes_per_sec()) + "/s";
+      continue;
+    }
     const uint64_t left = p.bytes_total() > p.bytes_done() ? p.bytes_total() - p.bytes_done() : 0;
     s += "target " + std::to_string(p.target_id()) + ": " + mib(left) + " left at " +
          mib(p.bytes_per_sec()) + "/s from target " + std::to_string(p.source_target_id());
