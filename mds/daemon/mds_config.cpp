@@ -79,6 +79,12 @@ const config::ConfigTable<MdsConfig>& mds_config_table() {
             &MdsConfig::etcd_prefix},
           F{{"store", "etcd_deadline_ms", "Deadline of one call to an etcd member, in ms.", "", 1},
             &MdsConfig::etcd_deadline_ms},
+          F{{"store", "etcd_election_wait_ms",
+             "How long a call that reached etcd members that could not commit it (no\n"
+             "leader: an election) is tried again over every member, in ms, before it\n"
+             "fails: one member down stays invisible even when it was the leader.",
+             "", 0},
+            &MdsConfig::etcd_election_wait_ms},
           F{{"store", "etcd_max_txn_ops",
              "The members' --max-txn-ops and --max-request-bytes (etcd's defaults): a\n"
              "namespace change over either fails with an error naming the limit, never\n"

@@ -33,6 +33,7 @@ struct MdsConfig {
   std::string etcd_endpoints;       // "host:port,host:port,..." (backend etcd)
   std::string etcd_prefix = "surge/";
   uint32_t etcd_deadline_ms = 5000;
+  uint32_t etcd_election_wait_ms = 5000;
   uint32_t etcd_max_txn_ops = 128;
   uint64_t etcd_max_request_bytes = 1536 * 1024;
   uint32_t etcd_leader_ttl_s = 6;  // the leader's lease (kv/etcd/etcd_leader.h)

@@ -34,6 +34,7 @@ Result<OpenedStore> open_etcd(const MdsConfig& cfg, bool allow_format) {
   o.endpoints = split_endpoints(cfg.etcd_endpoints);
   o.prefix = cfg.etcd_prefix;
   o.deadline = std::chrono::milliseconds(cfg.etcd_deadline_ms);
+  o.election_wait = std::chrono::milliseconds(cfg.etcd_election_wait_ms);
   o.max_txn_ops = cfg.etcd_max_txn_ops;
   o.max_request_bytes = cfg.etcd_max_request_bytes;
   OpenedStore out;

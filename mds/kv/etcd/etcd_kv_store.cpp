@@ -2,8 +2,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "etcd_kv.grpc.pb.h"
@@ -45,6 +48,14 @@ const char* code_name(grpc::StatusCode c) {
 bool try_next_endpoint(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+// A member was reached but could not commit the call: no leader (an
+// election), no quorum, or no answer in time.
+bool cannot_commit(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+          s.error_message().find("etcdserver") != std::string::npos);
 }
 
 std::string printable(std::string_view key) {
@@ -93,37 +104,48 @@ struct EtcdKvStore::Impl {
 
   // Runs call(stub, context) against the current member, moving on to the
   // next one on Unavailable / DeadlineExceeded until every member has been
-  // tried once. The error names every member tried and what was being done.
+  // tried once; again, for up to election_wait, while some member was
+  // reached but could not commit. The error names every member tried (in
+  // the last round) and what was being done.
   template <typename Call>
   Status call(const std::string& what, Call&& fn) {
     const size_t n = members.size();
-    const size_t first = current.load(std::memory_order_relaxed);
     struct Failure {
       std::string endpoint;
       grpc::Status status;
     };
     std::vector<Failure> failures;
-    for (size_t i = 0; i < n; i++) {
-      const size_t idx = (first + i) % n;
-      Member& m = members[idx];
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + o.deadline);
-      grpc::Status s = fn(*m.kv, &ctx);
-      if (s.ok()) {
-        if (idx != first) current.store(idx, std::memory_order_relaxed);
-        return Status::OK();
+    const auto give_up = std::chrono::steady_clock::now() + o.election_wait;
+    for (;;) {
+      const size_t first = current.load(std::memory_order_relaxed);
+      failures.clear();
+      for (size_t i = 0; i < n; i++) {
+        const size_t idx = (first + i) % n;
+        Member& m = members[idx];
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + o.deadline);
+        grpc::Status s = fn(*m.kv, &ctx);
+        if (s.ok()) {
+          if (idx != first) current.store(idx, std::memory_order_relaxed);
+          return Status::OK();
+        }
+        failures.push_back({m.endpoint, s});
+        if (!try_next_endpoint(s)) break;
       }
-      failures.push_back({m.endpoint, s});
-      if (!try_next_endpoint(s)) break;
+      const bool electing = std::any_of(failures.begin(), failures.end(),
+                                        [](const Failure& f) { return cannot_commit(f.status); });
+      if (!electing || !try_next_endpoint(failures.back().status) ||
+          std::chrono::steady_clock::now() >= give_up) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     // The error to lead with: a member that was reached but could not
     // commit (no leader, no quorum, deadline) says more than one that
     // refused the connection.
     const Failure* lead = &failures.back();
     for (const auto& f : failures) {
-      if (f.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-          (f.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-           f.status.error_message().find("etcdserver") != std::string::npos)) {
+      if (cannot_commit(f.status)) {
         lead = &f;
         break;
       }

@@ -30,6 +30,11 @@ struct EtcdKvOptions {
   std::vector<std::string> endpoints;  // host:port of each member's client URL
   std::string prefix = "surge/";       // prepended to every key
   std::chrono::milliseconds deadline{5000};  // per gRPC call
+  // A call that reached members that could not commit it (no leader: an
+  // election, after the leader died) is tried again over every member for
+  // this long before it fails: one member down stays invisible even when
+  // it was the leader. A lost quorum fails after it.
+  std::chrono::milliseconds election_wait{5000};
   // Must not exceed the members' --max-txn-ops / --max-request-bytes.
   uint32_t max_txn_ops = 128;
   uint64_t max_request_bytes = 1536 * 1024;
