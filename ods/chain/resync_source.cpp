@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "common/log.h"
-#include "net/proto/ods_methods.h"
+#include "ods/chain/member_listing.h"
 #include "ods/chain/pause_points.h"
 
 namespace surge::ods {
@@ -101,31 +101,15 @@ Status ResyncSource::report(const ChainPlace& place, const Progress& p, bool don
 }
 
 Result<std::map<ChunkKey, pb::ChunkState>> ResyncSource::list_theirs(const ChainPlace& place) {
-  SURGE_ASSIGN_OR_RETURN(auto ch, forwarder_.channel(place.successor_address));
   std::map<ChunkKey, pb::ChunkState> theirs;
-  pb::ListChunksRequest lq;
-  lq.mutable_ref()->set_target_id(place.successor);
-  lq.mutable_ref()->set_chain_id(place.chain_id);
-  lq.mutable_ref()->set_chain_version(place.version);
-  lq.set_from_start(true);
-  lq.set_max_entries(kResyncPage);
-  for (;;) {
-    pb::ListChunksReply la;
-    Status st = ch->call<pb::OdsListChunks>(lq, &la);
-    if (peer_unreachable(st)) {
-      forwarder_.drop(place.successor_address);
-      return forwarder_.unreachable(place.successor, place.chain_id, place.version, st);
-    }
-    SURGE_RETURN_IF_ERROR_CTX(st, "listing the chunks of chain " + std::to_string(place.chain_id) +
-                                      " on target " + std::to_string(place.successor));
-    for (const auto& c : la.chunks()) theirs[{c.ino(), c.slot(), c.position()}] = c;
-    if (la.eof() || la.chunks_size() == 0) break;
-    const auto& last = la.chunks(la.chunks_size() - 1);
-    lq.set_from_start(false);
-    lq.mutable_ref()->set_ino(last.ino());
-    lq.mutable_ref()->set_slot(last.slot());
-    lq.mutable_ref()->set_position(last.position());
+  Status st = list_member_chunks(forwarder_, place.successor, place.successor_address,
+                                 place.chain_id, place.version, [&](const pb::ChunkState& c) {
+                                   theirs[{c.ino(), c.slot(), c.position()}] = c;
+                                 });
+  if (peer_unreachable(st)) {
+    return forwarder_.unreachable(place.successor, place.chain_id, place.version, st);
   }
+  SURGE_RETURN_IF_ERROR(st);
   return theirs;
 }
 

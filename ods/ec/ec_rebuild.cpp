@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "net/proto/ods_methods.h"
+#include "ods/chain/member_listing.h"
 #include "ods/ec/position_reads.h"
 
 namespace surge::ods {
@@ -19,7 +19,7 @@ namespace {
 namespace pb = proto::ods;
 namespace mpb = proto::mds;
 
-constexpr uint32_t kListPage = 1024;
+constexpr uint32_t kListPage = 1024;  // local index entries per page
 constexpr auto kReportEvery = std::chrono::seconds(1);
 // How long writes admitted under a chain version before the listing get to
 // end (see run()).
@@ -394,28 +394,9 @@ Result<EcRebuild::Keys> EcRebuild::list_others(const ChainPlace& place) {
   for (uint32_t i = 0; i < place.ec_members.size(); ++i) {
     const auto& m = place.ec_members[i];
     if (i == place.ec_position || m.state != mpb::MEMBER_SERVING) continue;
-    SURGE_ASSIGN_OR_RETURN(auto ch, forwarder_.channel(m.address));
-    pb::ListChunksRequest lq;
-    lq.mutable_ref()->set_target_id(m.target_id);
-    lq.mutable_ref()->set_chain_id(place.chain_id);
-    lq.mutable_ref()->set_chain_version(place.version);
-    lq.set_from_start(true);
-    lq.set_max_entries(kListPage);
-    for (;;) {
-      pb::ListChunksReply la;
-      Status st = ch->call<pb::OdsListChunks>(lq, &la);
-      if (peer_unreachable(st)) forwarder_.drop(m.address);
-      SURGE_RETURN_IF_ERROR_CTX(st, "listing the chunks of EC chain " +
-                                        std::to_string(place.chain_id) + " on " +
-                                        target_text(place, i));
-      for (const auto& c : la.chunks()) keys.emplace(c.ino(), c.slot());
-      if (la.eof() || la.chunks_size() == 0) break;
-      const auto& last = la.chunks(la.chunks_size() - 1);
-      lq.set_from_start(false);
-      lq.mutable_ref()->set_ino(last.ino());
-      lq.mutable_ref()->set_slot(last.slot());
-      lq.mutable_ref()->set_position(last.position());
-    }
+    SURGE_RETURN_IF_ERROR(
+        list_member_chunks(forwarder_, m.target_id, m.address, place.chain_id, place.version,
+                           [&](const pb::ChunkState& c) { keys.emplace(c.ino(), c.slot()); }));
   }
   return keys;
 }
