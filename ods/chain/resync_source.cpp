@@ -37,32 +37,8 @@ ResyncSource::ResyncSource(ChunkStore& chunks, ChainView& view, ChainForwarder& 
 
 ResyncSource::~ResyncSource() { stop(); }
 
-void ResyncSource::start() { thread_ = std::thread([this] { run(); }); }
-
-void ResyncSource::stop() {
-  {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void ResyncSource::poke() {
-  {
-    std::lock_guard lk(mu_);
-    poked_ = true;
-  }
-  cv_.notify_all();
-}
-
-void ResyncSource::run() {
-  std::unique_lock lk(mu_);
-  while (!stop_) {
-    cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_ || poked_; });
-    if (stop_) break;
-    poked_ = false;
-    lk.unlock();
+void ResyncSource::start() {
+  loop_.start([this](bool) {
     for (const ChainPlace& p : view_.places()) {
       // An EC position is rebuilt from K others, never copied from the
       // member before it (docs/redundancy.md, "Erasure coding").
@@ -76,11 +52,18 @@ void ResyncSource::run() {
         SLOG_WARN("resync of chain {} (version {}) to target {}: {}; trying again", p.chain_id,
                   p.version, p.successor, st.ToString());
       }
-      std::lock_guard sl(mu_);
-      if (stop_) break;
+      if (loop_.stopping()) break;
     }
-    lk.lock();
-  }
+    return true;
+  });
+}
+
+void ResyncSource::stop() {
+  loop_.stop();
+}
+
+void ResyncSource::poke() {
+  loop_.poke();
 }
 
 Status ResyncSource::report(const ChainPlace& place, const Progress& p, bool done) {

@@ -15,15 +15,13 @@
 // One thread; it wakes when the map moves and once a second.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "common/status.h"
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
+#include "ods/chain/poked_loop.h"
 #include "ods/chain/update_order.h"
 #include "ods/store/chunk_store.h"
 
@@ -48,7 +46,6 @@ class ResyncSource {
   };
 
  private:
-  void run();
   // Brings the SYNCING successor of place up to date and reports done.
   Status resync(const ChainPlace& place);
   Status report(const ChainPlace& place, const Progress& p, bool done);
@@ -59,13 +56,9 @@ class ResyncSource {
   ChainView& view_;
   ChainForwarder& forwarder_;
   UpdateOrder& order_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool poked_ = false;
-  std::thread thread_;
   // chain id -> the chain version a resync last finished under.
   std::map<uint32_t, uint64_t> finished_;
+  PokedLoop loop_;  // last: stopped first
 };
 
 }  // namespace surge::ods

@@ -18,58 +18,43 @@ RollForward::RollForward(ChunkStore& chunks, ChainView& view, ChainedChunks& cha
 
 RollForward::~RollForward() { stop(); }
 
-void RollForward::start() { thread_ = std::thread([this] { run(); }); }
+void RollForward::start() {
+  // A first pass at start; then when poked, and each second while a
+  // chain was left not done.
+  loop_.start(
+      [this](bool) {
+        bool again = false;
+        for (const ChainPlace& p : view_.places()) {
+          // EC chains have no head: each data position sends its own deltas.
+          if (p.ec || !p.head) continue;
+          auto d = done_.find(p.chain_id);
+          if (d != done_.end() && d->second == p.version) continue;
+          uint64_t rolled = 0;
+          Status st = pass(p, &rolled);
+          if (rolled > 0) {
+            SLOG_INFO("chain {} (version {}): rolled {} dirty chunks forward to every member",
+                      p.chain_id, p.version, rolled);
+          }
+          if (st.ok()) {
+            done_[p.chain_id] = p.version;
+          } else {
+            SLOG_WARN("rolling the dirty chunks of chain {} (version {}) forward: {}; trying again",
+                      p.chain_id, p.version, st.ToString());
+            again = true;
+          }
+          if (loop_.stopping()) break;
+        }
+        return again;
+      },
+      true);
+}
 
 void RollForward::stop() {
-  {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  loop_.stop();
 }
 
 void RollForward::poke() {
-  {
-    std::lock_guard lk(mu_);
-    poked_ = true;
-  }
-  cv_.notify_all();
-}
-
-void RollForward::run() {
-  std::unique_lock lk(mu_);
-  bool again = false;  // a chain was left not done: look again in a second
-  while (!stop_) {
-    cv_.wait_for(lk, std::chrono::seconds(1), [&] { return stop_ || poked_; });
-    if (stop_) break;
-    if (!poked_ && !again) continue;
-    poked_ = false;
-    again = false;
-    lk.unlock();
-    for (const ChainPlace& p : view_.places()) {
-      // EC chains have no head: each data position sends its own deltas.
-      if (p.ec || !p.head) continue;
-      auto d = done_.find(p.chain_id);
-      if (d != done_.end() && d->second == p.version) continue;
-      uint64_t rolled = 0;
-      Status st = pass(p, &rolled);
-      if (rolled > 0) {
-        SLOG_INFO("chain {} (version {}): rolled {} dirty chunks forward to every member",
-                  p.chain_id, p.version, rolled);
-      }
-      if (st.ok()) {
-        done_[p.chain_id] = p.version;
-      } else {
-        SLOG_WARN("rolling the dirty chunks of chain {} (version {}) forward: {}; trying again",
-                  p.chain_id, p.version, st.ToString());
-        again = true;
-      }
-      std::lock_guard sl(mu_);
-      if (stop_) break;
-    }
-    lk.lock();
-  }
+  loop_.poke();
 }
 
 Status RollForward::pass(const ChainPlace& place, uint64_t* rolled) {

@@ -19,15 +19,13 @@
 // not done (its successor unreachable, the chain moved meanwhile).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "common/status.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
+#include "ods/chain/poked_loop.h"
 #include "ods/store/chunk_store.h"
 
 namespace surge::ods {
@@ -42,7 +40,6 @@ class RollForward {
   void poke();
 
  private:
-  void run();
   // Rolls forward every dirty chunk of the chain place heads; the number
   // rolled in *rolled.
   Status pass(const ChainPlace& place, uint64_t* rolled);
@@ -50,13 +47,9 @@ class RollForward {
   ChunkStore& chunks_;
   ChainView& view_;
   ChainedChunks& chained_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool poked_ = true;  // a first pass at start
-  std::thread thread_;
   // chain id -> the chain version its last complete pass ran under.
   std::map<uint32_t, uint64_t> done_;
+  PokedLoop loop_;  // last: stopped first
 };
 
 }  // namespace surge::ods

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
@@ -65,24 +66,18 @@ EcRebuild::~EcRebuild() {
 }
 
 void EcRebuild::start() {
-  thread_ = std::thread([this] { run(); });
+  loop_.start([this](bool) {
+    round();
+    return true;
+  });
 }
 
 void EcRebuild::stop() {
-  {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  loop_.stop();
 }
 
 void EcRebuild::poke() {
-  {
-    std::lock_guard lk(mu_);
-    poked_ = true;
-  }
-  cv_.notify_all();
+  loop_.poke();
 }
 
 bool EcRebuild::rebuilt(const ChainPlace& place, const ChunkKey& key) {
@@ -331,61 +326,50 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   return Rebuilt{off, false};
 }
 
-void EcRebuild::run() {
+void EcRebuild::round() {
   using Clock = std::chrono::steady_clock;
-  std::map<uint32_t, std::pair<Clock::time_point, Clock::duration>>
-      retry;  // chain id -> when to try again, and the wait after that
   auto failed = [&](const ChainPlace& place, const Status& st) {
-    auto r = retry.find(place.chain_id);
-    const Clock::duration wait = r == retry.end()
+    auto r = retry_.find(place.chain_id);
+    const Clock::duration wait = r == retry_.end()
                                      ? Clock::duration(kRetryFirst)
                                      : std::min<Clock::duration>(r->second.second * 2, kRetryMost);
-    retry[place.chain_id] = {Clock::now() + wait, wait};
+    retry_[place.chain_id] = {Clock::now() + wait, wait};
     SLOG_WARN(
         "rebuild of position {} of EC chain {} (version {}) on target {}: {}; trying again "
         "in {} s",
         place.ec_position, place.chain_id, place.version, view_.own_id(), st.ToString(),
         std::chrono::duration_cast<std::chrono::seconds>(wait).count());
   };
-  std::unique_lock lk(mu_);
-  while (!stop_) {
-    cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_ || poked_; });
-    if (stop_) break;
-    poked_ = false;
-    lk.unlock();
-    const auto now = Clock::now();
-    std::vector<std::pair<ChainPlace, Keys>> due;
-    for (const ChainPlace& place : view_.places()) {
-      if (!place.ec || place.state != mpb::MEMBER_SYNCING) continue;
-      auto f = finished_.find(place.chain_id);
-      if (f != finished_.end() && f->second == place.version) continue;
-      auto r = retry.find(place.chain_id);
-      if (r != retry.end() && now < r->second.first) continue;
-      SLOG_INFO("rebuild of position {} of EC chain {} (version {}) on target {} begins",
-                place.ec_position, place.chain_id, place.version, view_.own_id());
-      auto keys = list_others(place);
-      if (keys.ok()) {
-        due.emplace_back(place, std::move(*keys));
-      } else {
-        failed(place, keys.status());
-      }
+  const auto now = Clock::now();
+  std::vector<std::pair<ChainPlace, Keys>> due;
+  for (const ChainPlace& place : view_.places()) {
+    if (!place.ec || place.state != mpb::MEMBER_SYNCING) continue;
+    auto f = finished_.find(place.chain_id);
+    if (f != finished_.end() && f->second == place.version) continue;
+    auto r = retry_.find(place.chain_id);
+    if (r != retry_.end() && now < r->second.first) continue;
+    SLOG_INFO("rebuild of position {} of EC chain {} (version {}) on target {} begins",
+              place.ec_position, place.chain_id, place.version, view_.own_id());
+    auto keys = list_others(place);
+    if (keys.ok()) {
+      due.emplace_back(place, std::move(*keys));
+    } else {
+      failed(place, keys.status());
     }
-    // Listing made every member reached take these chain versions: writes
-    // admitted under the versions before, whose deltas did not come here,
-    // end before the passes read what they wrote.
-    if (!due.empty()) std::this_thread::sleep_for(kSettle);
-    for (const auto& [place, keys] : due) {
-      Status st = pass(place, keys);
-      if (st.ok()) {
-        finished_[place.chain_id] = place.version;
-        retry.erase(place.chain_id);
-      } else {
-        failed(place, st);
-      }
-      std::lock_guard sl(mu_);
-      if (stop_) break;
+  }
+  // Listing made every member reached take these chain versions: writes
+  // admitted under the versions before, whose deltas did not come here,
+  // end before the passes read what they wrote.
+  if (!due.empty()) std::this_thread::sleep_for(kSettle);
+  for (const auto& [place, keys] : due) {
+    Status st = pass(place, keys);
+    if (st.ok()) {
+      finished_[place.chain_id] = place.version;
+      retry_.erase(place.chain_id);
+    } else {
+      failed(place, st);
     }
-    lk.lock();
+    if (loop_.stopping()) break;
   }
 }
 

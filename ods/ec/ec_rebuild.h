@@ -34,19 +34,18 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "common/ec/rs_codec.h"
 #include "common/status.h"
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
+#include "ods/chain/poked_loop.h"
 
 namespace surge::ods {
 
@@ -93,7 +92,8 @@ class EcRebuild {
   // (ino, slot) of chunks of a chain.
   using Keys = std::set<std::pair<uint64_t, uint32_t>>;
 
-  void run();
+  // Every chain where this member syncs: list, wait, pass.
+  void round();
   // One pass over place's chain, keys as listed before; reports done
   // when it finishes.
   Status pass(const ChainPlace& place, const Keys& keys);
@@ -115,13 +115,13 @@ class EcRebuild {
   std::function<void(const ChunkKey&)> on_rebuilt_;
   std::mutex syncs_mu_;
   std::map<uint32_t, Sync> syncs_;  // by chain id
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool poked_ = false;
-  std::thread thread_;
   // chain id -> the chain version a pass last finished under.
   std::map<uint32_t, uint64_t> finished_;
+  // chain id -> when to try a failed pass again, and the wait after that.
+  std::map<uint32_t,
+           std::pair<std::chrono::steady_clock::time_point, std::chrono::steady_clock::duration>>
+      retry_;
+  PokedLoop loop_;  // last: stopped first
 };
 
 }  // namespace surge::ods
