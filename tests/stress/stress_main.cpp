@@ -1,19 +1,21 @@
 // surge-stress: a kill-and-verify stress run of a whole Surge cluster, in
 // the manner of RocksDB's db_stress. Real daemons on 127.0.0.1
 // (tests/client's LocalCluster: one surge-mds, N surge-ods, a FUSE mount),
-// replicated directories, workers doing mixed IO through libsurge and
+// replicated and erasure-coded directories, workers doing mixed IO through libsurge and
 // through the mount (io_worker.h), a kill schedule SIGKILLing and
 // restarting data servers and the MDS (chaos.h), and every daemon's RSS and
 // open descriptors sampled from /proc (proc_monitor.h). At the end every
 // daemon is back, the chains heal, every acknowledged byte is read back
 // and checked against the workers' models, and `surgectl scrub` must find
-// every chunk's replicas identical.
+// every chunk's replicas identical and every EC parity window the code of
+// its data.
 //
 // Exit status 0 when all held; 1 on a lost or wrong byte, a lost or
 // resurrected file, a daemon that died without being killed, descriptors
 // growing without bound, chains that never healed, a scrub that found
 // differing replicas, or (unless --allow-io-errors) any IO that returned an
-// error while at most replicas - 1 data servers were away; 2 on bad usage.
+// error while no more data servers were away than every file survives
+// losing (replicas - 1, or M of an EC K+M); 2 on bad usage.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +53,7 @@ struct Options {
   int mount_workers = 2;  // workers through the one FUSE mount (0: no mount)
   int ods = 4;
   std::vector<int> replicas = {2, 3};
+  std::vector<std::pair<int, int>> ec;  // K+M directories beside the replicated ones
   double kill_interval_s = 6;
   int mds_kill_percent = 20;
   bool kill_ods = true;
@@ -67,8 +70,9 @@ struct Options {
 
 const char* kUsage =
     "usage: surge-stress [--duration SEC] [--seed N] [--clients N] [--mount-workers N]\n"
-    "         [--ods N] [--replicas 2,3] [--kill-interval SEC] [--mds-kill-percent P]\n"
-    "         [--no-ods-kills] [--sample-interval SEC] [--max-file-mib N] [--max-files N]\n"
+    "         [--ods N] [--replicas 2,3] [--ec K+M,...] [--kill-interval SEC]\n"
+    "         [--mds-kill-percent P]"
+    " [--no-ods-kills] [--sample-interval SEC] [--max-file-mib N] [--max-files N]\n"
     "         [--stripe-size BYTES] [--replace-after-ms MS] [--allow-io-errors]\n"
     "         [--fd-slack N] [--csv FILE] [--mds-toml TEXT]\n";
 
@@ -109,15 +113,52 @@ bool parse(int argc, char** argv, Options* o) {
         if (c == nullptr) break;
         p = c + 1;
       }
+    } else if (a == "--ec") {
+      for (const char* p = v; *p != '\0';) {
+        char* end = nullptr;
+        const long k = std::strtol(p, &end, 10);
+        if (*end != '+') return false;
+        const long m = std::strtol(end + 1, &end, 10);
+        o->ec.emplace_back(static_cast<int>(k), static_cast<int>(m));
+        if (*end == '\0') break;
+        if (*end != ',') return false;
+        p = end + 1;
+      }
     } else {
       return false;
     }
   }
-  if (o->replicas.empty() || o->clients + o->mount_workers < 1) return false;
+  if ((o->replicas.empty() && o->ec.empty()) || o->clients + o->mount_workers < 1) return false;
   for (int r : o->replicas) {
     if (r < 1 || r > o->ods) return false;
   }
+  for (auto [k, m] : o->ec) {
+    if (k < 1 || m < 1 || k + m > o->ods) return false;
+  }
   return o->duration_s > 0 && o->sample_s > 0 && o->kill_interval_s > 0;
+}
+
+// A directory the workers share out: its path, the `surgectl setstripe`
+// arguments that make it, and how many data servers its files survive
+// losing at once.
+struct StressDir {
+  std::string path;
+  std::string stripe;
+  int tolerates = 0;
+};
+
+std::vector<StressDir> stress_dirs(const Options& o) {
+  std::vector<StressDir> dirs;
+  const std::string layout =
+      " --count " + std::to_string(std::min(3, o.ods)) + " --size " + std::to_string(o.stripe_size);
+  for (int r : o.replicas) {
+    dirs.push_back({"/r" + std::to_string(r), "--replicas " + std::to_string(r) + layout, r - 1});
+  }
+  for (auto [k, m] : o.ec) {
+    const std::string km = std::to_string(k) + "+" + std::to_string(m);
+    dirs.push_back({"/ec" + std::to_string(k) + "p" + std::to_string(m), "--ec " + km + layout, m});
+  }
+  return dirs;
 }
 
 std::chrono::steady_clock::time_point g_start;
@@ -140,10 +181,12 @@ bool find_build_dir() {
 
 int run(const Options& o) {
   g_start = std::chrono::steady_clock::now();
-  std::printf("surge-stress: seed %llu, %.0f s, %d libsurge + %d mount workers, %d data servers, "
-              "replicas",
-              static_cast<unsigned long long>(o.seed), o.duration_s, o.clients, o.mount_workers, o.ods);
-  for (int r : o.replicas) std::printf(" %d", r);
+  std::printf(
+      "surge-stress: seed %llu, %.0f s, %d libsurge + %d mount workers, %d data servers, "
+      "directories",
+      static_cast<unsigned long long>(o.seed), o.duration_s, o.clients, o.mount_workers, o.ods);
+  const std::vector<StressDir> dirs = stress_dirs(o);
+  for (const auto& d : dirs) std::printf(" %s", d.path.c_str());
   std::printf(", kill interval %.1f s, MDS kills %d%% of ticks%s\n", o.kill_interval_s,
               o.mds_kill_percent, o.kill_ods ? "" : ", no data-server kills");
   test::ClusterConfig cfg;
@@ -168,15 +211,12 @@ int run(const Options& o) {
       std::printf("FAIL: connect: %s\n", cl.status().ToString().c_str());
       return 1;
     }
-    for (int r : o.replicas) {
-      const std::string dir = "/r" + std::to_string(r);
-      Status st = (*cl)->mkdir(dir, 0777);
+    for (const auto& d : dirs) {
+      Status st = (*cl)->mkdir(d.path, 0777);
       std::string out;
-      const std::string args = "setstripe --replicas " + std::to_string(r) + " --count " +
-                               std::to_string(std::min(3, o.ods)) + " --size " +
-                               std::to_string(o.stripe_size) + " " + dir;
+      const std::string args = "setstripe " + d.stripe + " " + d.path;
       if (!st.ok() || test::run_surgectl(*cluster, args, &out) != 0) {
-        std::printf("FAIL: making %s: %s %s\n", dir.c_str(), st.ToString().c_str(), out.c_str());
+        std::printf("FAIL: making %s: %s %s\n", d.path.c_str(), st.ToString().c_str(), out.c_str());
         return 1;
       }
     }
@@ -195,9 +235,9 @@ int run(const Options& o) {
   std::vector<std::unique_ptr<IoWorker>> workers;
   for (int w = 0; w < o.clients + o.mount_workers; ++w) {
     const bool lib = w < o.clients;
-    const int r = o.replicas[static_cast<size_t>(w) % o.replicas.size()];
+    const StressDir& d = dirs[static_cast<size_t>(w) % dirs.size()];
     WorkerOptions wo;
-    wo.dir = "/r" + std::to_string(r) + (lib ? "/c" : "/m") + std::to_string(lib ? w : w - o.clients);
+    wo.dir = d.path + (lib ? "/c" : "/m") + std::to_string(lib ? w : w - o.clients);
     wo.max_file_bytes = o.max_file_bytes;
     wo.max_files = o.max_files;
     wo.seed = o.seed * 1000 + static_cast<uint64_t>(w);
@@ -218,7 +258,9 @@ int run(const Options& o) {
   std::mutex cluster_mu;
   ChaosOptions co;
   co.kill_interval_s = o.kill_interval_s;
-  co.max_down = *std::min_element(o.replicas.begin(), o.replicas.end()) - 1;
+  co.max_down = std::min_element(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) {
+                  return a.tolerates < b.tolerates;
+                })->tolerates;
   co.mds_kill_percent = o.mds_kill_percent;
   co.kill_ods = o.kill_ods && co.max_down > 0;
   Chaos chaos(cluster.get(), &cluster_mu, co, o.seed ^ 0xC4A05ull, now_s);
@@ -358,9 +400,12 @@ int run(const Options& o) {
               static_cast<double>(log.bytes_checked.load()) / (1 << 20),
               static_cast<unsigned long long>(log.io_errors.load()));
   if (log.io_errors.load() > 0 && !o.allow_io_errors) {
-    failures.push_back(std::to_string(log.io_errors.load()) +
-                       " IO rounds returned an error with at most replicas - 1 data servers away, "
-                       "the first: " + log.errors.front());
+    failures.push_back(
+        std::to_string(log.io_errors.load()) +
+        " IO rounds returned an error with no more data servers away than every file "
+        "survives losing, "
+        "the first: " +
+        log.errors.front());
   }
   for (const auto& m : log.mismatches) failures.push_back(m);
   if (failures.empty()) {
@@ -386,7 +431,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
-  // The clients log each retry (info, warn); only their errors here.
-  (void)surge::init_logging("error");
+  // The clients log each retry (info, warn); only their errors here,
+  // unless SURGE_STRESS_LOG names another level (to follow a failure).
+  const char* level = std::getenv("SURGE_STRESS_LOG");
+  (void)surge::init_logging(level != nullptr ? level : "error");
   return surge::stress::run(o);
 }
