@@ -49,6 +49,7 @@ class MdsLink {
     size_t failed_in_round = 0;
     bool first_round = true;  // warn in the first round only, not every 500 ms
     std::string errors;       // one per address of the round that just failed
+    bool answered = false;    // the last failure was an answer (Unavailable), not a lost link
     for (;;) {
       const std::string& addr = addresses_[index % addresses_.size()];
       Status st;
@@ -63,7 +64,10 @@ class MdsLink {
         st = ch.status();
         if (!retryable(st.code())) return st.WithContext("connecting to the MDS at " + addr);
       }
-      pool_.drop(addr);
+      // An MDS that answered Unavailable (a data server it needs is down,
+      // an election) is reachable: its connection stays.
+      answered = ch.ok() && st.code() == Code::kUnavailable;
+      if (!answered) pool_.drop(addr);
       errors += (errors.empty() ? "" : "; ") + addr + ": " + st.ToString();
       if (addresses_.size() > 1 && first_round) {
         SLOG_WARN("client: MDS at {}: {}; trying {}", addr, st.ToString(),
@@ -72,9 +76,10 @@ class MdsLink {
       ++index;
       if (++failed_in_round < addresses_.size()) continue;  // the next MDS, at once
       if (std::chrono::steady_clock::now() + backoff > deadline) {
-        return Status::IOError(std::string(addresses_.size() > 1 ? "every MDS" : "the MDS") +
-                               " unreachable for " + std::to_string(retry_for_.count()) +
-                               " ms: " + errors);
+        const std::string who = addresses_.size() > 1 ? "every MDS" : "the MDS";
+        return Status::IOError(
+            who + (answered ? " answered that it cannot do this now, for " : " unreachable for ") +
+            std::to_string(retry_for_.count()) + " ms: " + errors);
       }
       if (addresses_.size() == 1 && first_round) {
         SLOG_WARN("client: MDS at {}: {}; retrying", addr, st.ToString());
