@@ -9,10 +9,19 @@
 // read (the missing one among them). Anything else (a write landing in
 // between, a delta on its way) answers ChunkDirty, and DataPath tries
 // again: the bytes rebuilt are never a mix of two versions.
+//
+// Truncates: the survivors are read as stored (no truncate generation in
+// their refs, so a data chunk that has not applied the file's last
+// truncate is not read as cut), since parity is the code of the bytes as
+// stored; the bytes rebuilt are then seen as the lost chunk would serve
+// them: cut at its size for that truncate when the parity says it had not
+// applied it (ReadReply.applied_truncate_seqs).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "client/lib/stripe_io.h"
+#include "common/chunk_map.h"
 #include "common/crc32c.h"
 #include "common/ec/rs_codec.h"
 #include "net/proto/ods_methods.h"
@@ -91,6 +100,8 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
     at.chunk.position = s.position;
     proto::ods::ReadRequest req;
     set_chunk_ref(req.mutable_ref(), r, at, s.target, chain.version());
+    req.mutable_ref()->clear_truncate_seq();  // as stored: what the parity encodes
+    req.mutable_ref()->clear_truncate_size();
     req.set_offset(c.chunk_offset);
     req.set_length(len);
     s.bytes.reset(new std::byte[len]);
@@ -128,6 +139,7 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
     }
   }
   std::vector<uint64_t> missing(k, 0);  // the data not read, as the first parity names it
+  uint64_t q_truncate = 0;              // the generation q had applied, as parity knows it
   bool first_parity = true;
   for (const Survivor& s : got) {
     if (s.position < k) continue;
@@ -150,6 +162,9 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
       }
       if (!known[d]) missing[d] = applied[d];
     }
+    if (static_cast<int>(q) < s.reply.applied_truncate_seqs_size()) {
+      q_truncate = std::max(q_truncate, s.reply.applied_truncate_seqs(static_cast<int>(q)));
+    }
     first_parity = false;
   }
 
@@ -163,7 +178,18 @@ Status StripeIo::read_rebuilt(const IoRequest& r, PieceFailure& a, const pb::Cha
   }
   chunks[q] = reinterpret_cast<uint8_t*>(r.buf + a.piece.buf_offset);
   want.set(q);
-  return codec->Reconstruct(chunks, present, want, len).WithContext(what);
+  SURGE_RETURN_IF_ERROR(codec->Reconstruct(chunks, present, want, len).WithContext(what));
+  if (r.layout.truncate_seq > q_truncate) {
+    // q had not applied the file's last truncate: seen as cut, as q would
+    // serve it (and as it will be once it returns and the MDS cuts it).
+    const uint64_t cut =
+        chunk_size_for_file_size(r.layout, c.chunk.slot, q, r.layout.truncate_size);
+    if (c.chunk_offset + len > cut) {
+      const uint64_t from = cut > c.chunk_offset ? cut - c.chunk_offset : 0;
+      std::memset(chunks[q] + from, 0, len - from);
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace surge::client

@@ -175,8 +175,11 @@ Result<ChainHead> ClusterMap::chunk_holder(uint32_t chain_id, uint32_t position)
       }
       const pb::ChainMember& m = c->members(static_cast<int>(position));
       auto it = targets_.find(m.target_id());
-      if (m.state() != pb::MEMBER_SERVING || it == targets_.end() ||
-          it->second.state() == pb::TARGET_DOWN) {
+      // A SYNCING member takes them too: a removal it did not take would
+      // leave the other positions' chunks of a removed file, from which
+      // its own rebuild finds no consistent cut, and it would never serve.
+      if ((m.state() != pb::MEMBER_SERVING && m.state() != pb::MEMBER_SYNCING) ||
+          it == targets_.end() || it->second.state() == pb::TARGET_DOWN) {
         return Status::Unavailable(what + ": its member, target " + std::to_string(m.target_id()) +
                                    ", does not serve");
       }

@@ -262,7 +262,7 @@ Status EcChunks::deliver(const ChainPlace& place, const pb::ChunkRef& ref, Chunk
   const ChunkKey key = key_of(ref);
   Status sent = send_deltas(place, ref, at, delta, v, truncate_seq, sync, what, skip);
   if (!sent.ok()) {
-    keep_pending(key, v, at, truncate_seq, delta);
+    keep_pending(ref, v, at, truncate_seq, delta);
     return sent;
   }
   rec.committed_version = v;
@@ -271,8 +271,9 @@ Status EcChunks::deliver(const ChainPlace& place, const pb::ChunkRef& ref, Chunk
   return Status::OK();
 }
 
-void EcChunks::keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
+void EcChunks::keep_pending(const pb::ChunkRef& ref, uint64_t v, uint64_t at, uint64_t truncate_seq,
                             std::span<const std::byte> delta) {
+  const ChunkKey key = key_of(ref);
   KeptDelta d;
   d.version = v;
   d.at = at;
@@ -280,13 +281,16 @@ void EcChunks::keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64
   d.delta.reset(new std::byte[delta.size()]);
   std::memcpy(d.delta.get(), delta.data(), delta.size());
   d.length = delta.size();
+  d.since = std::chrono::steady_clock::now();
+  d.ref = ref;
   (void)kept_.put(key, std::move(d));
 }
 
 void EcChunks::send_expired() {
-  const auto due = kept_.held_since(std::chrono::steady_clock::now(), kHoldTimeout);
+  const auto due = kept_.due(std::chrono::steady_clock::now(), kHoldTimeout, kResendAfter);
   for (const auto& [key, ref] : due) {
-    const std::string what = "EC write of " + name_of(ref) + " (held, its commit did not come)";
+    const std::string what =
+        "EC write of " + name_of(ref) + " (its delta held or failed, and not sent since)";
     auto order = chained_.order().lock(key);
     auto place = view_.place(ref.chain_id());
     auto found = place.ok() ? chained_.record(key, ref, false)
@@ -573,7 +577,12 @@ Status EcChunks::write_parity(net::RpcContext& ctx, const pb::WriteRequest& req,
   if (turn != Turn::kNow) return Status::OK();  // the data positions send deltas instead
   const uint64_t pv = rec.version + 1;
   rec.version = pv;
-  for (uint32_t i = 0; i < k; ++i) rec.applied[i] = want[static_cast<int>(i)];
+  for (uint32_t i = 0; i < k; ++i) {
+    rec.applied[i] = want[static_cast<int>(i)];
+    // Every data position stored its part of the group under this ref's
+    // generation (cutting first where it had not applied it).
+    rec.applied_truncate[i] = std::max(rec.applied_truncate[i], req.ref().truncate_seq());
+  }
   SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false).WithContext(what));
   SURGE_RETURN_IF_ERROR(
       store_pulled(chunks.objects(), rec.object_id, off, buf.data(), pieces, what));
@@ -651,22 +660,30 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
   ChunkStore& chunks = chained_.chunks();
   std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key);
   const bool syncing = place.state == proto::mds::MEMBER_SYNCING;
-  if (syncing && !rebuild_.rebuilt(place, key)) {
-    Status st = rebuild_.rebuild(place, key);
-    if (!st.ok()) {
-      // Not trusted until rebuilt, and rebuilt later from data that holds
-      // this update: nothing is lost by not applying it.
-      SLOG_DEBUG("{}: not applied, the chunk is not rebuilt here yet: {}", what, st.ToString());
+  // At a SYNCING member, a chunk not rebuilt yet, or one that missed a
+  // delta, is left to the rebuild pass, which reads data holding this
+  // update (a data position stores before it sends): not applying it
+  // loses nothing. Only a closing pass has the delta's thread rebuild it.
+  auto unrebuilt = [&]() -> Result<bool> {
+    if (rebuild_.defer(place, key)) {
+      SLOG_DEBUG("{}: not applied, left to the rebuild of this position", what);
       resp.set_chunk_size(0);
-      return Status::OK();
+      return true;
     }
+    SURGE_RETURN_IF_ERROR(rebuild_.rebuild(place, key).WithContext(what));
+    return false;
+  };
+  if (syncing && !rebuild_.rebuilt(place, key)) {
+    SURGE_ASSIGN_OR_RETURN(bool left, unrebuilt());
+    if (left) return Status::OK();
   }
   auto judge = [&](const ChunkRecord& r) { return turn_of(r.applied[src], v); };
   SURGE_ASSIGN_OR_RETURN(auto judged, await_turn(place, req.ref(), order, judge, what));
   if (syncing && judged.second == Turn::kEarly) {
-    // A delta this rebuilt chunk never got: rebuild it again (the data
-    // holds every update up to this one).
-    SURGE_RETURN_IF_ERROR(rebuild_.rebuild(place, key).WithContext(what));
+    // A delta this rebuilt chunk never got (the data holds every update
+    // up to this one).
+    SURGE_ASSIGN_OR_RETURN(bool left, unrebuilt());
+    if (left) return Status::OK();
     SURGE_ASSIGN_OR_RETURN(judged, await_turn(place, req.ref(), order, judge, what));
   }
   auto& [rec, turn] = judged;
@@ -691,6 +708,7 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
     const uint64_t pv = rec.version + 1;
     rec.version = pv;
     rec.applied[src] = v;
+    rec.applied_truncate[src] = std::max(rec.applied_truncate[src], req.ref().truncate_seq());
     SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
     iovec seg{parity.get(), len};
     auto stored = chunks.objects().write(rec.object_id, off, {&seg, 1}, req.sync());
@@ -732,7 +750,11 @@ Status EcChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req, const Ch
   }
   if (parity && rec->dirty()) return changing(*rec);
   uint64_t want = len;
-  if (req.ref().truncate_seq() > rec->truncate_seq) {
+  // A data chunk that has not applied the file's last truncate reads as
+  // cut. Parity never: its bytes are the code of the data positions'
+  // bytes as stored, cut or not (applied_truncate_seqs says which), and
+  // only those combine into the right bytes of a lost position.
+  if (!parity && req.ref().truncate_seq() > rec->truncate_seq) {
     const uint64_t t = req.ref().truncate_size();
     want = off >= t ? 0 : std::min(len, t - off);
   }
@@ -758,8 +780,14 @@ Status EcChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req, const Ch
   resp.set_length(done);
   resp.set_crc32c(crc);
   resp.set_chunk_version(rec->version);
+  resp.set_truncate_seq(rec->truncate_seq);
   if (parity) {
-    for (uint32_t i = 0; i < rec->applied_count; ++i) resp.add_applied_versions(rec->applied[i]);
+    for (uint32_t i = 0; i < rec->applied_count; ++i) {
+      resp.add_applied_versions(rec->applied[i]);
+      // The parity's own generation comes from the MDS, which sends it a
+      // truncate only after every data position of its group applied it.
+      resp.add_applied_truncate_seqs(std::max(rec->applied_truncate[i], rec->truncate_seq));
+    }
   }
   return Status::OK();
 }

@@ -87,6 +87,7 @@ class EcChunks {
   static constexpr uint64_t kMaxHeldBytes = 64 << 20;
   // A held delta whose commit did not come in this long is sent anyway.
   static constexpr auto kHoldTimeout = std::chrono::seconds(3);
+  static constexpr auto kResendAfter = std::chrono::seconds(1);
 
   // At a data position (ec_hold: held for a commit), or the client's
   // parity bytes of a full group at a parity position (ec_group_versions).
@@ -180,10 +181,14 @@ class EcChunks {
   Status send_kept(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                    uint64_t upto, uint64_t skip, const std::string& what);
 
-  // Keeps the delta of key's update v (at `at`) for a resend.
-  void keep_pending(const ChunkKey& key, uint64_t v, uint64_t at, uint64_t truncate_seq,
+  // Keeps the delta of ref's update v (at `at`) for a resend.
+  void keep_pending(const proto::ods::ChunkRef& ref, uint64_t v, uint64_t at, uint64_t truncate_seq,
                     std::span<const std::byte> delta);
-  // Sends the held deltas older than kHoldTimeout (their commit is lost).
+  // Sends the held deltas older than kHoldTimeout (their commit is lost)
+  // and the failed ones older than kResendAfter (the client that would
+  // have sent them with its retry may have given up: without them the
+  // parity stays behind the data for good, and no degraded read or
+  // rebuild of another position of the group finds a consistent cut).
   void send_expired();
 
   ChainedChunks& chained_;

@@ -87,14 +87,47 @@ bool EcRebuild::rebuilt(const ChainPlace& place, const ChunkKey& key) {
          it->second.rebuilt.count(key) != 0;
 }
 
+EcRebuild::Sync& EcRebuild::sync_of(const ChainPlace& place) {
+  Sync& s = syncs_[place.chain_id];
+  if (s.version != place.version) s = Sync{place.version, {}, {}, false};
+  return s;
+}
+
 void EcRebuild::mark(const ChainPlace& place, const ChunkKey& key) {
   std::lock_guard lk(syncs_mu_);
-  Sync& s = syncs_[place.chain_id];
-  if (s.version != place.version) {
-    s.version = place.version;
-    s.rebuilt.clear();
-  }
+  Sync& s = sync_of(place);
   s.rebuilt.insert(key);
+  s.deferred.erase(key);
+}
+
+bool EcRebuild::defer(const ChainPlace& place, const ChunkKey& key) {
+  std::lock_guard lk(syncs_mu_);
+  Sync& s = sync_of(place);
+  if (s.closing) return false;
+  s.rebuilt.erase(key);
+  s.deferred.insert(key);
+  return true;
+}
+
+Status EcRebuild::rebuild_deferred(const ChainPlace& place) {
+  for (;;) {
+    std::optional<ChunkKey> next;
+    {
+      std::lock_guard lk(syncs_mu_);
+      Sync& s = sync_of(place);
+      if (s.deferred.empty()) {
+        s.closing = true;
+        return Status::OK();
+      }
+      next = *s.deferred.begin();
+    }
+    auto order = chained_.order().lock(*next);
+    {
+      std::lock_guard lk(syncs_mu_);
+      if (sync_of(place).deferred.count(*next) == 0) continue;  // rebuilt meanwhile
+    }
+    SURGE_RETURN_IF_ERROR(rebuild_one(place, *next).status());
+  }
 }
 
 Status EcRebuild::rebuild(const ChainPlace& place, const ChunkKey& key) {
@@ -131,6 +164,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
   std::vector<std::vector<std::byte>> data(k, std::vector<std::byte>(kWindow));
   std::vector<std::byte> out(kWindow);
   std::vector<uint64_t> versions(k, 0);
+  std::vector<uint64_t> truncates(k, 0);  // the generation each data chunk applied
   // Reads window `off` of every data chunk into data; false when one of
   // them moved on from the version its first window named.
   uint64_t longest = 0;
@@ -139,7 +173,10 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
     for (uint32_t q = 0; q < k; ++q) {
       SURGE_ASSIGN_OR_RETURN(
           auto w, read_position(forwarder_, place, q, {key.ino, key.slot, q}, off, data[q]));
-      if (off == 0) versions[q] = w.version;
+      if (off == 0) {
+        versions[q] = w.version;
+        truncates[q] = w.truncate_seq;
+      }
       if (w.version != versions[q]) return false;
       std::memset(data[q].data() + w.length, 0, kWindow - w.length);
       longest = std::max(longest, w.length);
@@ -189,7 +226,10 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
     rec.committed_version = rec.version;
     rec.applied_count = k;
     rec.applied = {};
-    for (uint32_t q = 0; q < k; ++q) rec.applied[q] = versions[q];
+    for (uint32_t q = 0; q < k; ++q) {
+      rec.applied[q] = versions[q];
+      rec.applied_truncate[q] = truncates[q];
+    }
     SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
     SURGE_RETURN_IF_ERROR(chunks.sync(key, rec));
     chained_.waits().changed();
@@ -214,6 +254,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   const pb::ChunkRef ref = ref_of(place, key);
   std::vector<std::vector<std::byte>> bufs(n, std::vector<std::byte>(kWindow));
   std::optional<uint64_t> target;  // the version every parity copy names for p
+  uint64_t truncated = 0;          // the truncate generation p had applied, as parity knows it
   std::optional<ChunkRecord> rec;
   uint64_t off = 0;
   for (;;) {
@@ -245,6 +286,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
               "): a write of it was under way when it was lost; its parity needs repair first");
         }
         names = a;
+        truncated = std::max(truncated, got[i]->applied_truncate_of(p));
       }
       if (!names) continue;  // no parity copy read this time
       if (target && *target != *names) {
@@ -320,6 +362,11 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   rec->incomplete = false;
   rec->version = rec->committed_version = *target;
   rec->applied_count = 0;
+  // The bytes are those it held at that version, cut or not, and so is its
+  // generation as the parity knows it (not this copy's, which may be of a
+  // later update the parity never got): a truncate it had not applied cuts
+  // it when the MDS or a write brings it.
+  rec->truncate_seq = truncated;
   SURGE_RETURN_IF_ERROR(chunks.index().put(key, *rec, false));
   SURGE_RETURN_IF_ERROR(chunks.sync(key, *rec));
   chained_.waits().changed();
@@ -407,6 +454,10 @@ Status EcRebuild::pass(const ChainPlace& place, const Keys& keys) {
   const uint32_t pos = place.ec_position;
   Progress p;
   p.chunks_total = keys.size();
+  {
+    std::lock_guard lk(syncs_mu_);
+    sync_of(place).closing = false;  // a pass before this one may have failed while closing
+  }
   SURGE_RETURN_IF_ERROR(report(place, p, false));
   auto last_report = std::chrono::steady_clock::now();
   auto rebuild_all = [&](const Keys& of) -> Status {
@@ -454,9 +505,10 @@ Status EcRebuild::pass(const ChainPlace& place, const Keys& keys) {
     if (page.size() < kListPage) break;
     after = page.back().first;
   }
-  // Chunks made while the pass ran.
+  // Chunks made while the pass ran, and those deltas left to it.
   SURGE_ASSIGN_OR_RETURN(auto again, list_others(place));
   SURGE_RETURN_IF_ERROR(rebuild_all(again));
+  SURGE_RETURN_IF_ERROR(rebuild_deferred(place));
   p.chunks_total = p.chunks_done;
   SURGE_RETURN_IF_ERROR(report(place, p, true));
   const double secs =

@@ -12,10 +12,14 @@
 //   positions send their deltas to a SYNCING parity position too: one for
 //   a chunk rebuilt already is applied as at any parity position (a delta
 //   the rebuild's read already held is acknowledged as applied); one for a
-//   chunk not rebuilt yet rebuilds it first, and when that cannot be done
-//   now (a data position does not serve) is acknowledged without being
-//   applied: the chunk stays unrebuilt, and the pass rebuilds it later
-//   from data that holds the update.
+//   chunk not rebuilt yet, or one that finds a gap, is acknowledged
+//   without being applied and the chunk left to the pass (defer), which
+//   rebuilds it from data that holds the update. Not on the delta's own
+//   thread: a parity position's lane must wait on nobody, or the data
+//   positions forwarding to it and its reads of them wait on each other
+//   (a stress run hung a SYNCING member so). Only once the pass is
+//   closing (its last look at deferred chunks made, its report on the
+//   way) does a delta's thread rebuild the chunk itself.
 // * A data position is rebuilt from K other positions at a consistent cut
 //   (every parity copy used names as applied the versions of the data
 //   copies used), window by window: it takes no writes while SYNCING, so
@@ -69,6 +73,10 @@ class EcRebuild {
   // Rebuilds key here from the other positions and marks it rebuilt.
   // The caller holds key's update order.
   Status rebuild(const ChainPlace& place, const ChunkKey& key);
+  // Leaves key (not rebuilt, or missing a delta) to the pass: false when
+  // the pass is closing and the caller must rebuild it now. The caller
+  // holds key's update order.
+  bool defer(const ChainPlace& place, const ChunkKey& key);
 
   // Windows a chunk is read and rebuilt in.
   static constexpr uint64_t kWindow = 1 << 20;
@@ -77,6 +85,8 @@ class EcRebuild {
   struct Sync {
     uint64_t version = 0;  // the chain version the sync runs under
     std::set<ChunkKey> rebuilt;
+    std::set<ChunkKey> deferred;  // left to the pass by deltas
+    bool closing = false;         // the pass reports done: deltas rebuild themselves
   };
   struct Progress {
     uint64_t chunks_total = 0;
@@ -102,6 +112,11 @@ class EcRebuild {
   Result<Keys> list_others(const ChainPlace& place);
   Status report(const ChainPlace& place, const Progress& p, bool done);
   void mark(const ChainPlace& place, const ChunkKey& key);
+  // place's sync under its version (syncs_mu_ held).
+  Sync& sync_of(const ChainPlace& place);
+  // Rebuilds the chunks deltas deferred, until none is left, then marks
+  // the sync closing.
+  Status rebuild_deferred(const ChainPlace& place);
 
   // rebuild() and what it did.
   Result<Rebuilt> rebuild_one(const ChainPlace& place, const ChunkKey& key);

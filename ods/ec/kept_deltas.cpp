@@ -70,13 +70,14 @@ uint64_t KeptDeltas::held_bytes() {
   return held_bytes_;
 }
 
-std::vector<std::pair<ChunkKey, proto::ods::ChunkRef>> KeptDeltas::held_since(
-    std::chrono::steady_clock::time_point now, std::chrono::steady_clock::duration timeout) {
+std::vector<std::pair<ChunkKey, proto::ods::ChunkRef>> KeptDeltas::due(
+    std::chrono::steady_clock::time_point now, std::chrono::steady_clock::duration held_timeout,
+    std::chrono::steady_clock::duration failed_timeout) {
   std::lock_guard lk(mu_);
   std::vector<std::pair<ChunkKey, proto::ods::ChunkRef>> out;
   for (const auto& [key, versions] : by_key_) {
     for (const auto& [v, d] : versions) {
-      if (d.held && now - d.since >= timeout) {
+      if (now - d.since >= (d.held ? held_timeout : failed_timeout)) {
         out.emplace_back(key, d.ref);
         break;
       }

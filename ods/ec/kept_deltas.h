@@ -1,7 +1,7 @@
 // KeptDeltas: the parity deltas a data position has not yet got to every
 // parity position, per chunk and version (EcChunks' memory of them):
-// failed ones, kept for the chunk's next write to send again, and held
-// ones, waiting for a full-group write's OdsEcCommit. Counts what it holds
+// failed ones, kept for the chunk's next write (or the sweeper) to send
+// again, and held ones, waiting for a full-group write's OdsEcCommit. Counts what it holds
 // as it changes, so the limits are checked without walking it on every
 // write. Thread-safe.
 #pragma once
@@ -28,7 +28,7 @@ struct KeptDelta {
   uint64_t length = 0;
   bool held = false;
   std::chrono::steady_clock::time_point since;
-  proto::ods::ChunkRef ref;  // held: for the sweeper
+  proto::ods::ChunkRef ref;  // for the sweeper
 };
 
 class KeptDeltas {
@@ -49,10 +49,12 @@ class KeptDeltas {
   // Whether key's updates first .. last are all kept and all held.
   bool all_held(const ChunkKey& key, uint64_t first, uint64_t last);
   uint64_t held_bytes();
-  // The chunks with an update held since before now - timeout, with the
-  // ref it was held under.
-  std::vector<std::pair<ChunkKey, proto::ods::ChunkRef>> held_since(
-      std::chrono::steady_clock::time_point now, std::chrono::steady_clock::duration timeout);
+  // The chunks with an update held since before now - held_timeout, or
+  // failed since before now - failed_timeout, with the ref it was kept
+  // under: the sweeper's to send.
+  std::vector<std::pair<ChunkKey, proto::ods::ChunkRef>> due(
+      std::chrono::steady_clock::time_point now, std::chrono::steady_clock::duration held_timeout,
+      std::chrono::steady_clock::duration failed_timeout);
 
  private:
   void count(const KeptDelta& d, int sign);

@@ -44,6 +44,9 @@ Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace
   w.length = resp.length();
   w.version = resp.chunk_version();
   w.applied.assign(resp.applied_versions().begin(), resp.applied_versions().end());
+  w.truncate_seq = resp.truncate_seq();
+  w.applied_truncate.assign(resp.applied_truncate_seqs().begin(),
+                            resp.applied_truncate_seqs().end());
   return w;
 }
 

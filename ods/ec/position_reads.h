@@ -22,8 +22,15 @@ struct PositionWindow {
   uint64_t length = 0;            // bytes read: short at the chunk's end, 0 past it or in a hole
   uint64_t version = 0;           // the chunk version served (0: never written)
   std::vector<uint64_t> applied;  // parity: per data position (empty: nothing applied)
+  // A data chunk: the truncate generation it applied. Parity: per data
+  // position, the generation it had applied at its applied version.
+  uint64_t truncate_seq = 0;
+  std::vector<uint64_t> applied_truncate;
   // The version of data position p as a parity copy names it (0 when none).
   uint64_t applied_of(uint32_t p) const { return p < applied.size() ? applied[p] : 0; }
+  uint64_t applied_truncate_of(uint32_t p) const {
+    return p < applied_truncate.size() ? applied_truncate[p] : 0;
+  }
 };
 
 // Reads [off, off + dst.size()) of chunk {key.ino, key.slot, position}

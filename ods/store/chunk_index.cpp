@@ -20,7 +20,8 @@ constexpr const char* kNextIdKey = "n";
 constexpr uint64_t kIdBlock = 1024;
 constexpr size_t kRecordBytesV1 = 1 + 4 + 8 + 8 + 1 + 8;
 constexpr size_t kRecordBytesV2 = kRecordBytesV1 + 8;  // + truncate_seq
-// Format 3: + the count of applied versions, then 8 bytes each.
+// Format 3: + the count of applied versions, then 8 bytes each; format 4:
+// then 8 bytes of applied truncate generation each.
 constexpr size_t kMaxApplied = ChunkRecord::kMaxApplied;
 
 void put_be(std::string& s, uint64_t v, int bytes) {
@@ -59,6 +60,7 @@ std::string encode(const ChunkRecord& r) {
   put_be(s, r.truncate_seq, 8);
   s.push_back(static_cast<char>(r.applied_count));
   for (uint32_t i = 0; i < r.applied_count; ++i) put_be(s, r.applied[i], 8);
+  for (uint32_t i = 0; i < r.applied_count; ++i) put_be(s, r.applied_truncate[i], 8);
   return s;
 }
 
@@ -74,7 +76,7 @@ Result<ChunkRecord> decode(const ChunkKey& key, const std::string& v) {
   size_t applied = 0;
   if (format >= 3 && v.size() > kRecordBytesV2) {
     applied = static_cast<uint8_t>(v[kRecordBytesV2]);
-    want += 1 + 8 * applied;
+    want += 1 + (format >= 4 ? 16 : 8) * applied;
   } else if (format >= 3) {
     want += 1;
   }
@@ -94,6 +96,9 @@ Result<ChunkRecord> decode(const ChunkKey& key, const std::string& v) {
   r.applied_count = static_cast<uint32_t>(applied);
   for (size_t i = 0; i < applied; ++i) {
     r.applied[i] = get_be(v.data() + kRecordBytesV2 + 1 + 8 * i, 8);
+    if (format >= 4) {
+      r.applied_truncate[i] = get_be(v.data() + kRecordBytesV2 + 1 + 8 * (applied + i), 8);
+    }
   }
   return r;
 }

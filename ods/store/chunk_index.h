@@ -14,9 +14,11 @@
 // later format can be read next to this one: format 2 (5 Dec 2026) adds
 // the truncate generation; records of format 1 read as generation 0;
 // format 3 (6 Dec 2026) adds an EC parity chunk's applied versions (a
-// count byte, then 8 bytes each; 0 for every other chunk). Records are
-// written in format 3 (a data server of before cannot read them back: no
-// downgrade). A database of another format is refused at
+// count byte, then 8 bytes each; 0 for every other chunk); format 4
+// (6 Dec 2026, session 33) adds, after them, the truncate generation each data
+// position had applied when its delta was applied (8 bytes each; format 3
+// reads as 0). Records are written in format 4 (a data server of before
+// cannot read them back: no downgrade). A database of another format is refused at
 // open, naming it. Thread-safe (RocksDB is).
 #pragma once
 
@@ -61,12 +63,19 @@ struct ChunkRecord {
   static constexpr size_t kMaxApplied = 64;
   uint32_t applied_count = 0;
   std::array<uint64_t, kMaxApplied> applied{};
+  // Beside each applied version: the truncate generation that data
+  // position's chunk had applied when it sent that update (the delta's
+  // ChunkRef.truncate_seq). A degraded read of the position, and its
+  // rebuild, learn from it whether the chunk applied the file's last
+  // truncate before it was lost, so the bytes rebuilt from parity are seen
+  // as cut or not exactly as the lost chunk would have served them.
+  std::array<uint64_t, kMaxApplied> applied_truncate{};
   bool dirty() const { return version != committed_version; }
 };
 
 class ChunkIndex {
  public:
-  static constexpr uint8_t kRecordFormat = 3;
+  static constexpr uint8_t kRecordFormat = 4;
 
   // Opens (creating) the database in dir.
   static Result<std::unique_ptr<ChunkIndex>> Open(const std::string& dir);

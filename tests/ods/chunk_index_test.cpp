@@ -177,6 +177,42 @@ TEST(ChunkIndexTest, AFormatTwoRecordReadsWithoutAppliedVersions) {
   EXPECT_EQ((*got)->truncate_seq, 4u);
 }
 
+// A record as a data server of format 3 wrote it (format 2's fields, a
+// count and the applied versions): read with truncate generation 0 beside
+// each applied version, written back with the generations.
+TEST(ChunkIndexTest, AFormatThreeRecordReadsWithoutAppliedTruncates) {
+  TempDir dir;
+  std::string value(1, '\x03');
+  be(value, 7, 4);
+  be(value, 6, 8);
+  be(value, 6, 8);
+  value.push_back(0);
+  be(value, 99, 8);
+  be(value, 4, 8);
+  value.push_back(2);
+  be(value, 11, 8);
+  be(value, 12, 8);
+  ASSERT_NO_FATAL_FAILURE(put_old_record(dir.path(), 10, 2, 2, value));
+  auto ix = ChunkIndex::Open(dir.path() + "/ix");
+  ASSERT_TRUE(ix.ok()) << ix.status().ToString();
+  auto got = (*ix)->get({10, 2, 2});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(got->has_value());
+  ASSERT_EQ((*got)->applied_count, 2u);
+  EXPECT_EQ((*got)->applied[0], 11u);
+  EXPECT_EQ((*got)->applied[1], 12u);
+  EXPECT_EQ((*got)->applied_truncate[0], 0u);
+  EXPECT_EQ((*got)->applied_truncate[1], 0u);
+  ChunkRecord r = **got;
+  r.applied_truncate[1] = 5;
+  ASSERT_TRUE((*ix)->put({10, 2, 2}, r, false).ok());
+  got = (*ix)->get({10, 2, 2});
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_EQ((*got)->applied, r.applied);
+  EXPECT_EQ((*got)->applied_truncate, r.applied_truncate);
+  EXPECT_EQ((*got)->truncate_seq, 4u);
+}
+
 TEST(ChunkIndexTest, AnotherFormatIsRefused) {
   TempDir dir;
   {

@@ -73,16 +73,28 @@ TEST(KeptDeltas, AllHeldNeedsEveryVersionHeld) {
   EXPECT_FALSE(k.all_held(kB, 1, 1));
 }
 
-TEST(KeptDeltas, HeldSinceNamesEachChunkWithAnOldHoldOnce) {
+TEST(KeptDeltas, DueNamesEachChunkWithAnOldHoldOnce) {
   KeptDeltas k(16);
   const auto now = std::chrono::steady_clock::now();
   ASSERT_TRUE(k.put(kA, delta(1, 1, true, now - std::chrono::seconds(10))));
   ASSERT_TRUE(k.put(kA, delta(2, 1, true, now - std::chrono::seconds(10))));
   ASSERT_TRUE(k.put(kB, delta(5, 1, true, now)));
-  auto due = k.held_since(now, std::chrono::seconds(3));
+  auto due = k.due(now, std::chrono::seconds(3), std::chrono::seconds(1));
   ASSERT_EQ(due.size(), 1u);
   EXPECT_TRUE(due[0].first == kA);
   EXPECT_EQ(due[0].second.ino(), 1u);
+}
+
+// A failed delta is due after the shorter wait: nobody may write the chunk
+// again to send it.
+TEST(KeptDeltas, DueNamesAFailedDeltaAfterItsOwnWait) {
+  KeptDeltas k(16);
+  const auto now = std::chrono::steady_clock::now();
+  ASSERT_TRUE(k.put(kA, delta(1, 1, false, now - std::chrono::seconds(2))));
+  ASSERT_TRUE(k.put(kB, delta(5, 1, false, now)));
+  auto due = k.due(now, std::chrono::seconds(3), std::chrono::seconds(1));
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_TRUE(due[0].first == kA);
 }
 
 }  // namespace
