@@ -22,8 +22,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -31,6 +31,7 @@
 
 #include "tests/client/local_cluster.h"
 #include "tests/client/metrics_page.h"
+#include "tests/common/time_scale.h"
 
 namespace surge::test {
 namespace {
@@ -56,7 +57,7 @@ class ChainFailover : public ::testing::Test {
   // mount.
   void start(int replicas, int count = 3) {
     ClusterConfig cfg;
-    cfg.client_io_timeout_ms = "8000";
+    cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
     cfg.metrics = true;  // which transport the data servers used (restart_and_scrub)
     auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -301,7 +302,10 @@ class ChainFailover : public ::testing::Test {
     }
   }
 
-  static constexpr int kIoTimeoutMs = 8000;
+  // Longer in a sanitized build (several times slower under load, where a
+  // retry round after the kill can outlast 8 s): a timeout still means a
+  // stall, not the instrumentation.
+  static constexpr int kIoTimeoutMs = sanitizer_scaled(8000);
   std::unique_ptr<LocalCluster> cluster_;
   std::string mnt_;
   int lib_writers_ = 0;
