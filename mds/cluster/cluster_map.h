@@ -52,6 +52,7 @@ struct ChainHead {
   uint32_t target_id = 0;
   std::string address;
   uint64_t chain_version = 0;
+  bool syncing = false;  // an EC member being rebuilt (chunk_holder)
 };
 
 class ClusterMap {

@@ -187,6 +187,7 @@ Result<ChainHead> ClusterMap::chunk_holder(uint32_t chain_id, uint32_t position)
       h.target_id = m.target_id();
       h.address = it->second.address();
       h.chain_version = c->version();
+      h.syncing = m.state() == pb::MEMBER_SYNCING;
       return h;
     }
   }

@@ -77,7 +77,11 @@ Status on_piece(const ChunkPiece& p, ClusterMap& map, ObjectTargets& objects, co
     a.position = p.chunk.position;
     Status s = chunk(a);
     if (s.ok()) return s;
-    if (!chain_retryable(s) || std::chrono::steady_clock::now() >= give_up) {
+    // A member being rebuilt that cannot take it yet (its chunk cannot be
+    // rebuilt now) will not within these retries: the intent or orphan
+    // pass comes back to it, and the other files' chunks are not held up.
+    const bool wait_for_rebuild = head.syncing && s.code() == Code::kUnavailable;
+    if (!chain_retryable(s) || wait_for_rebuild || std::chrono::steady_clock::now() >= give_up) {
       return s.WithContext(chunk_text(p) + " at its head, target " +
                            std::to_string(head.target_id) + " at " + head.address + " (attempt " +
                            std::to_string(attempt) + ")");
