@@ -171,6 +171,11 @@ FileRef ClientImpl::make_handle(const Attr& a, const mds::Attr& pa, int flags, c
   auto f = std::make_shared<FileImpl>(inodes_.attach(a, file_layout_of(pa), flags, c), flags, c,
                                       options_.read_ahead_bytes);
   f->owner = this;
+  {
+    // Write failures before this open are not this handle's to report.
+    std::lock_guard lk(f->state->mu);
+    f->seen_error_seq = f->state->write_error_seq;
+  }
   return f;
 }
 

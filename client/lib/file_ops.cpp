@@ -98,12 +98,12 @@ Result<size_t> ClientImpl::write_impl(File& file, const std::byte* buf, size_t l
     return size_t{0};
   }
   InodeState& st = *f.state;
-  SURGE_RETURN_IF_ERROR(writes_->take_error(st));       // an earlier write-behind failure
+  SURGE_RETURN_IF_ERROR(writes_->take_error(f));  // an earlier write-behind failure
   SURGE_RETURN_IF_ERROR(kill_suidgid_before_write(f));
   st.data_gen.fetch_add(1, std::memory_order_acq_rel);  // every handle's windows may be stale
   if (f.flags() & O_APPEND) {
     writes_->drain(st);
-    SURGE_RETURN_IF_ERROR(writes_->take_error(st));
+    SURGE_RETURN_IF_ERROR(writes_->take_error(f));
     SURGE_ASSIGN_OR_RETURN(Attr a, getattr(f.ino(), f.caller));
     offset = a.size;
   }
@@ -137,7 +137,7 @@ Status ClientImpl::fsync(File& file, bool data_only) {
     layout = f.state->layout;
   }
   writes_->drain(*f.state);
-  SURGE_RETURN_IF_ERROR(writes_->take_error(*f.state));
+  SURGE_RETURN_IF_ERROR(writes_->take_error(f));
   if (layout.stripe_count > 0) SURGE_RETURN_IF_ERROR(data_->sync(f.ino(), layout));
   return sizes_->report(*f.state, false);
 }
@@ -145,14 +145,14 @@ Status ClientImpl::fsync(File& file, bool data_only) {
 Status ClientImpl::flush(File& file) {
   auto& f = static_cast<FileImpl&>(file);
   writes_->drain(*f.state);
-  SURGE_RETURN_IF_ERROR(writes_->take_error(*f.state));
+  SURGE_RETURN_IF_ERROR(writes_->take_error(f));
   return sizes_->report(*f.state, false);
 }
 
 Status ClientImpl::close_handle(FileImpl& f) {
   if (f.closed.exchange(true)) return Status::OK();
   writes_->drain(*f.state);
-  Status first = writes_->take_error(*f.state);
+  Status first = writes_->take_error(f);
   Status rs = sizes_->report(*f.state, false);
   if (first.ok()) first = rs;
   read_ahead_->drop(f);  // its pool buffers serve others now

@@ -32,7 +32,12 @@ struct InodeState {
   int opens = 0;              // open handles in this client
   Caller last_caller;         // for re-recording opens after an MDS restart
   int last_flags = 0;
-  Status write_error;  // a write-behind failure, reported once
+  // The latest write-behind failure and how many there were: each open
+  // handle reports every failure since it last looked (as Linux's errseq
+  // does for a file's descriptors), so one handle's close or flush cannot
+  // take away the error another handle's fsync must see.
+  Status write_error;
+  uint64_t write_error_seq = 0;
   // Held across a size report's or a truncate's MDS call: a report taken
   // before a truncate must not reach the MDS after it and grow the file
   // back (reports only ever raise the size there).
@@ -80,6 +85,7 @@ class FileImpl : public File {
   std::shared_ptr<InodeState> state;
   int flags_;
   Caller caller;
+  uint64_t seen_error_seq = 0;     // state->write_error_seq this handle reported (under state->mu)
   std::atomic<size_t> read_ahead;  // bytes; ClientOptions' unless set_read_ahead
   std::atomic<bool> closed{false};
 

@@ -17,7 +17,8 @@ void WriteBehind::retire_oldest_locked(InodeState& st, std::unique_lock<std::mut
   st.data_gen.fetch_add(1, std::memory_order_acq_rel);
   if (!s.ok()) {
     std::lock_guard lk(st.mu);
-    if (st.write_error.ok()) st.write_error = s;
+    st.write_error = s;
+    ++st.write_error_seq;
   }
 }
 
@@ -26,11 +27,12 @@ void WriteBehind::drain(InodeState& st) {
   while (!st.inflight.empty()) retire_oldest_locked(st, wl);
 }
 
-Status WriteBehind::take_error(InodeState& st) {
+Status WriteBehind::take_error(FileImpl& f) {
+  InodeState& st = *f.state;
   std::lock_guard lk(st.mu);
-  Status e = st.write_error;
-  st.write_error = Status::OK();
-  return e;
+  if (f.seen_error_seq == st.write_error_seq) return Status::OK();
+  f.seen_error_seq = st.write_error_seq;
+  return st.write_error;
 }
 
 Result<size_t> WriteBehind::write(InodeState& st, const std::byte* buf, size_t len, uint64_t offset,

@@ -4,7 +4,8 @@
 // stay in flight. Overlapping writes are never in flight together, so they
 // land in program order (data servers may apply concurrent requests in any
 // order). A write that fails in flight is kept in the inode's write_error
-// and reported by the next write, flush, fsync or close (as NFS does). When
+// and reported by the next write, flush, fsync or close of every handle
+// open on the file (as Linux reports a writeback error to each descriptor). When
 // no buffer is free, the file's oldest write in flight is waited for and
 // its buffer tried again; when none of the file's writes is in flight, or
 // the write is larger than the limit, or the limit is 0, the write goes
@@ -38,8 +39,9 @@ class WriteBehind {
                        const std::function<void()>* on_accepted);
   // Waits for every write in flight on st; failures go to st.write_error.
   void drain(InodeState& st);
-  // The failure of an earlier write in flight, once (then OK again).
-  Status take_error(InodeState& st);
+  // The failure of an earlier write in flight not yet reported to this
+  // handle, once (then OK again for it).
+  Status take_error(FileImpl& f);
 
  private:
   // st.wb_mu held by `wl`; may wait (releasing it) for the oldest write's send.
