@@ -107,6 +107,7 @@ bool parse(int argc, char** argv, Options* o) {
     else if (a == "--mds-toml") o->mds_toml = v;
     else if (a == "--replicas") {
       o->replicas.clear();
+      if (std::strcmp(v, "none") == 0) continue;  // EC directories only
       for (const char* p = v; *p != '\0';) {
         o->replicas.push_back(std::atoi(p));
         const char* c = std::strchr(p, ',');
