@@ -157,25 +157,40 @@ TEST(ChainPause, PausedDataServersLoseNoAcknowledgedByte) {
   // pause with a little time to settle, or at once (a handover: the one
   // that returns finds the source of its resync gone, in the chains they
   // share).
+  // A step that fails ends the schedule but not the test body: the writer
+  // threads are still running and must be joined first (a fatal assertion
+  // here would leave them joinable, and the abort would hide its message).
+  std::string schedule_error;
+  auto step = [&](bool ok, const std::string& what) {
+    if (!ok && schedule_error.empty()) schedule_error = what;
+    return ok;
+  };
+  auto stop = [&](int i) {
+    return step(stop_process(cluster->ods_pid(i)), "SIGSTOP of data server " + std::to_string(i));
+  };
+  auto resume = [&](int i) {
+    return step(kill(cluster->ods_pid(i), SIGCONT) == 0,
+                "SIGCONT of data server " + std::to_string(i));
+  };
   int paused = 0;
-  ASSERT_TRUE(stop_process(cluster->ods_pid(paused)));
-  for (int k = 0; k < kCycles; ++k) {
+  bool going = stop(paused);
+  for (int k = 0; going && k < kCycles; ++k) {
     std::this_thread::sleep_for(3500ms + 500ms * (k % 3));
     const int next = (paused + 1) % 3;
     if (k % 2 == 1) {
-      ASSERT_TRUE(stop_process(cluster->ods_pid(next))) << "data server " << next;
-      ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+      going = stop(next) && resume(paused);
     } else {
-      ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+      going = resume(paused);
       std::this_thread::sleep_for(1000ms + 700ms * (k % 4 == 0));
-      ASSERT_TRUE(stop_process(cluster->ods_pid(next))) << "data server " << next;
+      going = going && stop(next);
     }
     paused = next;
   }
-  std::this_thread::sleep_for(4000ms);
-  ASSERT_EQ(kill(cluster->ods_pid(paused), SIGCONT), 0) << "data server " << paused;
+  if (going) std::this_thread::sleep_for(4000ms);
+  for (int i = 0; i < 3; ++i) (void)kill(cluster->ods_pid(i), SIGCONT);
   churning = false;
   for (auto& t : ts) t.join();
+  ASSERT_EQ(schedule_error, "") << "the pause schedule failed";
 
   wait_settled(*cluster);
   if (HasFatalFailure()) return;

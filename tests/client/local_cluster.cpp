@@ -437,7 +437,9 @@ Result<std::string> read_file(const std::string& path, size_t chunk) {
 
 bool stop_process(pid_t pid) {
   if (kill(pid, SIGSTOP) != 0) return false;
-  for (int i = 0; i < 500; ++i) {
+  // Up to 5 s: every thread of a busy process must reach the stop, and the
+  // host may be loaded.
+  for (int i = 0; i < 2500; ++i) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string line;
     std::getline(in, line);
