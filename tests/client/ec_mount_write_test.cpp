@@ -17,6 +17,7 @@
 
 #include "tests/client/chain_state.h"
 #include "tests/client/local_cluster.h"
+#include "tests/common/time_scale.h"
 
 namespace surge::test {
 namespace {
@@ -35,12 +36,14 @@ struct EcFile {
 void make_ec_file(EcFile* e, const std::string& old_bytes) {
   ClusterConfig cfg;
   cfg.ods_count = 3;
-  cfg.client_io_timeout_ms = "2000";
+  // Short, so a write that cannot land fails soon; longer in sanitized
+  // builds, where a healthy call takes several times as long.
+  cfg.client_io_timeout_ms = std::to_string(sanitizer_scaled(2000));
   auto c = LocalCluster::Start(cfg);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   e->cluster = std::move(*c);
   auto& cluster = e->cluster;
-  auto cl = cluster->connect(2000);
+  auto cl = cluster->connect(sanitizer_scaled(2000));
   ASSERT_TRUE(cl.ok()) << cl.status().ToString();
   ASSERT_TRUE((*cl)->mkdir("/ec", 0777).ok());
   std::string out;
