@@ -70,9 +70,9 @@ struct Options {
 
 const char* kUsage =
     "usage: surge-stress [--duration SEC] [--seed N] [--clients N] [--mount-workers N]\n"
-    "         [--ods N] [--replicas 2,3] [--ec K+M,...] [--kill-interval SEC]\n"
-    "         [--mds-kill-percent P]"
-    " [--no-ods-kills] [--sample-interval SEC] [--max-file-mib N] [--max-files N]\n"
+    "         [--ods N] [--replicas 2,3|none] [--ec K+M,...] [--kill-interval SEC]\n"
+    "         [--mds-kill-percent P] [--no-ods-kills] [--sample-interval SEC]\n"
+    "         [--max-file-mib N] [--max-files N]\n"
     "         [--stripe-size BYTES] [--replace-after-ms MS] [--allow-io-errors]\n"
     "         [--fd-slack N] [--csv FILE] [--mds-toml TEXT]\n";
 
