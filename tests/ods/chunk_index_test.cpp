@@ -115,6 +115,20 @@ void put_old_record(const std::string& dir, uint64_t ino, uint32_t slot, uint32_
   delete db;
 }
 
+// Format 2's fields (chain 7, version and committed 6, complete, object
+// 99, truncate generation 4) behind the given format byte: a format 2
+// record, or the start of a format 3 one.
+std::string format_two_fields(char format) {
+  std::string value(1, format);
+  be(value, 7, 4);
+  be(value, 6, 8);
+  be(value, 6, 8);
+  value.push_back(0);
+  be(value, 99, 8);
+  be(value, 4, 8);
+  return value;
+}
+
 // A record as a data server of format 1 wrote it: "k" ino slot position ->
 // format byte 1, chain, version, committed, incomplete, object id.
 TEST(ChunkIndexTest, AFormatOneRecordReadsAsGenerationZero) {
@@ -149,14 +163,7 @@ TEST(ChunkIndexTest, AFormatOneRecordReadsAsGenerationZero) {
 // with them.
 TEST(ChunkIndexTest, AFormatTwoRecordReadsWithoutAppliedVersions) {
   TempDir dir;
-  std::string value(1, '\x02');
-  be(value, 7, 4);
-  be(value, 6, 8);
-  be(value, 6, 8);
-  value.push_back(0);
-  be(value, 99, 8);
-  be(value, 4, 8);
-  ASSERT_NO_FATAL_FAILURE(put_old_record(dir.path(), 10, 2, 5, value));
+  ASSERT_NO_FATAL_FAILURE(put_old_record(dir.path(), 10, 2, 5, format_two_fields('\x02')));
   auto ix = ChunkIndex::Open(dir.path() + "/ix");
   ASSERT_TRUE(ix.ok()) << ix.status().ToString();
   auto got = (*ix)->get({10, 2, 5});
@@ -182,13 +189,7 @@ TEST(ChunkIndexTest, AFormatTwoRecordReadsWithoutAppliedVersions) {
 // each applied version, written back with the generations.
 TEST(ChunkIndexTest, AFormatThreeRecordReadsWithoutAppliedTruncates) {
   TempDir dir;
-  std::string value(1, '\x03');
-  be(value, 7, 4);
-  be(value, 6, 8);
-  be(value, 6, 8);
-  value.push_back(0);
-  be(value, 99, 8);
-  be(value, 4, 8);
+  std::string value = format_two_fields('\x03');
   value.push_back(2);
   be(value, 11, 8);
   be(value, 12, 8);
