@@ -110,7 +110,12 @@ EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forw
       pool_(pool),
       rebuild_(
           chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
-          [this](const ChunkKey& key) { kept_.erase(key); }) {
+          [this](const ChunkKey& key) { kept_.erase(key); },
+          [this](const ChainPlace& place, const ChunkKey& key, uint64_t at,
+                 std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
+                 uint64_t skip) {
+            return send_lost_delta(place, key, at, delta, v, truncate_seq, skip);
+          }) {
   sweeper_ = std::jthread([this](std::stop_token stop) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -437,6 +442,23 @@ Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, Chu
                                   v == upto ? skip : 0));
   }
   return Status::OK();
+}
+
+Status EcChunks::send_lost_delta(const ChainPlace& place, const ChunkKey& key, uint64_t at,
+                                 std::span<const std::byte> delta, uint64_t v,
+                                 uint64_t truncate_seq, uint64_t skip) {
+  pb::ChunkRef ref;
+  ref.set_chain_id(place.chain_id);
+  ref.set_chain_version(place.version);
+  ref.set_ino(key.ino);
+  ref.set_slot(key.slot);
+  ref.set_position(key.position);
+  const std::string what = "delta of " + name_of(ref) + " at " + version_text(v);
+  auto buf = pool_.acquire(delta.size(), std::chrono::seconds(30));
+  if (!buf.ok()) return buf.status().WithContext(what);
+  std::memcpy(buf->data(), delta.data(), delta.size());
+  return send_deltas(place, ref, at, {buf->data(), delta.size()}, v, truncate_seq, true, what,
+                     skip);
 }
 
 Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,

@@ -45,10 +45,15 @@
 //   died) is sent by a sweeper after kHoldTimeout. Each byte crosses the
 //   network once (K + M chunks for K of data) instead of M + 1 times.
 //
-// Not here yet (issue 16): a data position whose member is down (writes
-// to it fail), rebuild of a position from K others, and repair of a
-// parity chunk left dirty by a crash in the middle of an apply (its reads
-// answer ChunkDirty until then).
+// Rebuild of a position from K others is EcRebuild's (ec_rebuild.h): a
+// member back from a crash is SYNCING and rebuilds what it holds, parity
+// left dirty in the middle of an apply included, and completes an update
+// whose delta reached some parity positions only.
+//
+// Not here yet (issue 16): writes to a data position whose member is down
+// (they wait for it), and a SERVING data position whose kept delta was
+// dropped (more than kMaxPending failed at once) refuses writes to that
+// chunk until its member restarts and is rebuilt.
 #pragma once
 
 #include <chrono>
@@ -162,6 +167,11 @@ class EcChunks {
   Status deliver(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                  uint64_t v, uint64_t truncate_seq, uint64_t at, std::span<const std::byte> delta,
                  bool sync, const std::string& what, uint64_t skip = 0);
+  // EcRebuild's: sends the delta of an update lost with this data
+  // position's last member (rebuilt from both versions) from a pool buffer.
+  Status send_lost_delta(const ChainPlace& place, const ChunkKey& key, uint64_t at,
+                         std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
+                         uint64_t skip);
   // Sends delta (buf[0, n), the data chunk's version v) to every parity
   // position of place's write chain not in skip and waits for all of them.
   Status send_deltas(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,

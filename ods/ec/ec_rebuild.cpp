@@ -54,12 +54,14 @@ std::string target_text(const ChainPlace& place, uint32_t position) {
 }  // namespace
 
 EcRebuild::EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
-                     CodecOf codec, std::function<void(const ChunkKey&)> rebuilt)
+                     CodecOf codec, std::function<void(const ChunkKey&)> rebuilt,
+                     SendDelta send_delta)
     : chained_(chained),
       view_(view),
       forwarder_(forwarder),
       codec_(std::move(codec)),
-      on_rebuilt_(std::move(rebuilt)) {}
+      on_rebuilt_(std::move(rebuilt)),
+      send_delta_(std::move(send_delta)) {}
 
 EcRebuild::~EcRebuild() {
   stop();
@@ -239,7 +241,134 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
                              std::to_string(kParityAttempts) + " times)");
 }
 
-Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, const ChunkKey& key) {
+Result<EcRebuild::Cut> EcRebuild::cut_window(const ChainPlace& place, const ChunkKey& key,
+                                             const ec::RsCodec& rs,
+                                             const std::vector<uint32_t>& sources, uint64_t off,
+                                             std::optional<uint64_t> of_p, Buffers& bufs) {
+  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
+  for (int attempt = 0; attempt < kCutAttempts; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kCutPause);
+    std::vector<std::optional<PositionWindow>> got(n);
+    for (uint32_t i : sources) {
+      auto w = read_position(forwarder_, place, i, {key.ino, key.slot, i}, off, bufs[i]);
+      if (w.ok()) {
+        std::memset(bufs[i].data() + w->length, 0, kWindow - w->length);
+        got[i] = std::move(*w);
+      } else if (w.status().code() != Code::kChunkDirty) {
+        return w.status();
+      }
+    }
+    // The versions of p the parity copies read name. Only p's own updates
+    // move them, and p takes none while this rebuild holds its update
+    // order, so copies that differ stay so: a write of p was under way
+    // when it was lost, its delta applied at some parity positions only.
+    Cut cut;
+    for (uint32_t i : sources) {
+      if (i >= k && got[i]) cut.names[got[i]->applied_of(p)].set(i);
+    }
+    if (cut.names.empty()) continue;  // no parity copy read this time
+    if (of_p && cut.names.count(*of_p) == 0) {
+      return Status::Unavailable("the parity moved from version " + std::to_string(*of_p) +
+                                 " of data position " + std::to_string(p) + " during its rebuild");
+    }
+    cut.version = of_p ? *of_p : cut.names.rbegin()->first;
+    // K copies at a consistent cut: the data copies read, then parity
+    // copies that name p at cut.version and exactly the data copies'
+    // versions.
+    ec::ChunkSet present;
+    for (uint32_t i : sources) {
+      if (i < k && got[i]) present.set(i);
+    }
+    for (uint32_t i : sources) {
+      if (i < k || !got[i] || present.count() >= k || got[i]->applied_of(p) != cut.version) {
+        continue;
+      }
+      bool fits = true;
+      for (uint32_t q = 0; q < k; ++q) {
+        if (present.test(q)) fits = fits && got[i]->applied_of(q) == got[q]->version;
+      }
+      if (fits) {
+        present.set(i);
+        cut.truncated = std::max(cut.truncated, got[i]->applied_truncate_of(p));
+      }
+    }
+    if (present.count() < k) continue;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (present.test(i)) cut.length = std::max(cut.length, got[i]->length);
+    }
+    if (cut.length > 0) {
+      std::vector<uint8_t*> ptrs(n, nullptr);
+      for (uint32_t i = 0; i < n; ++i) {
+        if (present.test(i) || i == p) ptrs[i] = reinterpret_cast<uint8_t*>(bufs[i].data());
+      }
+      ec::ChunkSet want;
+      want.set(p);
+      SURGE_RETURN_IF_ERROR(rs.Reconstruct(ptrs, present, want, cut.length));
+    }
+    return cut;
+  }
+  return Status::Unavailable("no consistent cut of " + std::to_string(k) +
+                             " other positions at offset " + std::to_string(off) + " in " +
+                             std::to_string(kCutAttempts) + " tries");
+}
+
+Status EcRebuild::roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
+                               const std::vector<uint32_t>& sources,
+                               const std::map<uint64_t, ec::ChunkSet>& names) {
+  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
+  const uint64_t older = names.begin()->first, newer = names.rbegin()->first;
+  const std::string which = "parity positions name versions " + std::to_string(older) + " and " +
+                            std::to_string(newer) + " of data position " + std::to_string(p);
+  if (names.size() != 2) {
+    return Status::Unavailable(which + " among " + std::to_string(names.size()) +
+                               " different ones; one delta cannot bring them together");
+  }
+  // p's bytes at both versions, window by window; their XOR is the delta
+  // the lagging positions never applied. It covers one lost update, so it
+  // spans at most what one update does (a pool buffer).
+  Buffers at_new(n, std::vector<std::byte>(kWindow)), at_old(n, std::vector<std::byte>(kWindow));
+  std::map<uint64_t, std::vector<std::byte>> changed;  // window offset -> XOR
+  uint64_t first = UINT64_MAX, last = 0, truncated = 0;
+  for (uint64_t off = 0;; off += kWindow) {
+    SURGE_ASSIGN_OR_RETURN(Cut hi, cut_window(place, key, rs, sources, off, newer, at_new));
+    SURGE_ASSIGN_OR_RETURN(Cut lo, cut_window(place, key, rs, sources, off, older, at_old));
+    if (off == 0) truncated = hi.truncated;
+    const uint64_t len = std::max(hi.length, lo.length);
+    std::vector<std::byte> x(len);
+    for (uint64_t b = 0; b < len; ++b) {
+      x[b] = (b < hi.length ? at_new[p][b] : std::byte{0}) ^
+             (b < lo.length ? at_old[p][b] : std::byte{0});
+      if (x[b] != std::byte{0}) {
+        first = std::min(first, off + b);
+        last = off + b + 1;
+      }
+    }
+    if (last > off) changed.emplace(off, std::move(x));
+    if (len < kWindow) break;
+  }
+  // An update that wrote the bytes already there changes no parity byte,
+  // but its version must still reach the lagging positions.
+  if (first == UINT64_MAX) first = 0, last = 1;
+  std::vector<std::byte> delta(last - first);
+  for (const auto& [off, x] : changed) {
+    for (uint64_t b = 0; b < x.size(); ++b) {
+      if (off + b >= first && off + b < last) delta[off + b - first] = x[b];
+    }
+  }
+  uint64_t skip = 0;
+  for (uint32_t i = k; i < n; ++i) {
+    if (!names.begin()->second.test(i)) skip |= uint64_t{1} << i;
+  }
+  SLOG_WARN(
+      "rebuild of {} of EC chain {} on target {}: {}; the update to {} reached some parity "
+      "positions only: sending its delta ({} bytes at offset {}) to the others",
+      key.describe(), place.chain_id, view_.own_id(), which, newer, delta.size(), first);
+  return send_delta_(place, key, first, delta, newer, truncated, skip)
+      .WithContext("sending the missing delta (" + which + ")");
+}
+
+Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, const ChunkKey& key,
+                                                   bool rolled) {
   const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
   std::vector<uint32_t> sources;
   for (uint32_t i = 0; i < n; ++i) {
@@ -252,82 +381,30 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
   const pb::ChunkRef ref = ref_of(place, key);
-  std::vector<std::vector<std::byte>> bufs(n, std::vector<std::byte>(kWindow));
+  Buffers bufs(n, std::vector<std::byte>(kWindow));
   std::optional<uint64_t> target;  // the version every parity copy names for p
   uint64_t truncated = 0;          // the truncate generation p had applied, as parity knows it
   std::optional<ChunkRecord> rec;
   uint64_t off = 0;
   for (;;) {
-    uint64_t len = 0;
-    bool cut = false;
-    for (int attempt = 0; attempt < kCutAttempts && !cut; ++attempt) {
-      if (attempt > 0) std::this_thread::sleep_for(kCutPause);
-      std::vector<std::optional<PositionWindow>> got(n);
-      for (uint32_t i : sources) {
-        auto w = read_position(forwarder_, place, i, {key.ino, key.slot, i}, off, bufs[i]);
-        if (w.ok()) {
-          std::memset(bufs[i].data() + w->length, 0, kWindow - w->length);
-          got[i] = std::move(*w);
-        } else if (w.status().code() != Code::kChunkDirty) {
-          return w.status();
-        }
+    SURGE_ASSIGN_OR_RETURN(Cut cut, cut_window(place, key, *rs, sources, off, target, bufs));
+    if (cut.names.size() > 1) {
+      // A write of p was under way when it was lost: its delta reached
+      // some parity positions only. p's bytes at the newer version are in
+      // the group (the data position stores before it sends), so the
+      // update is completed: the others are sent its delta, rebuilt from
+      // both versions, and the chunk is rebuilt again at the newer one.
+      if (rolled || target) {
+        return Status::Unavailable("parity positions still name " +
+                                   std::to_string(cut.names.size()) + " versions of position " +
+                                   std::to_string(p) + " after the missing delta was sent");
       }
-      // The parity copies read must agree on p's version: p takes no
-      // writes while SYNCING, so one that differs will not come round.
-      std::optional<uint64_t> names;
-      for (uint32_t i : sources) {
-        if (i < k || !got[i]) continue;
-        const uint64_t a = got[i]->applied_of(p);
-        if (names && *names != a) {
-          return Status::Unavailable(
-              "parity positions name different versions of data position " + std::to_string(p) +
-              " (" + std::to_string(*names) + " and " + std::to_string(a) + " at position " +
-              std::to_string(i) +
-              "): a write of it was under way when it was lost; its parity needs repair first");
-        }
-        names = a;
-        truncated = std::max(truncated, got[i]->applied_truncate_of(p));
-      }
-      if (!names) continue;  // no parity copy read this time
-      if (target && *target != *names) {
-        return Status::Unavailable("the parity moved from version " + std::to_string(*target) +
-                                   " to " + std::to_string(*names) + " of data position " +
-                                   std::to_string(p) + " during its rebuild");
-      }
-      target = names;
-      // K copies at a consistent cut: the data copies read, then parity
-      // copies that name exactly their versions.
-      ec::ChunkSet present;
-      for (uint32_t i : sources) {
-        if (i < k && got[i]) present.set(i);
-      }
-      for (uint32_t i : sources) {
-        if (i < k || !got[i] || present.count() >= k) continue;
-        bool fits = true;
-        for (uint32_t q = 0; q < k; ++q) {
-          if (present.test(q)) fits = fits && got[i]->applied_of(q) == got[q]->version;
-        }
-        if (fits) present.set(i);
-      }
-      if (present.count() < k) continue;
-      for (uint32_t i = 0; i < n; ++i) {
-        if (present.test(i)) len = std::max(len, got[i]->length);
-      }
-      if (len > 0) {
-        std::vector<uint8_t*> ptrs(n, nullptr);
-        for (uint32_t i = 0; i < n; ++i) {
-          if (present.test(i) || i == p) ptrs[i] = reinterpret_cast<uint8_t*>(bufs[i].data());
-        }
-        ec::ChunkSet want;
-        want.set(p);
-        SURGE_RETURN_IF_ERROR(rs->Reconstruct(ptrs, present, want, len));
-      }
-      cut = true;
+      SURGE_RETURN_IF_ERROR(roll_forward(place, key, *rs, sources, cut.names));
+      return rebuild_data(place, key, true);
     }
-    if (!cut) {
-      return Status::Unavailable("no consistent cut of " + std::to_string(k) +
-                                 " other positions at offset " + std::to_string(off) + " in " +
-                                 std::to_string(kCutAttempts) + " tries");
+    if (!target) {
+      target = cut.version;
+      truncated = cut.truncated;
     }
     if (!rec) {
       SURGE_ASSIGN_OR_RETURN(auto held, chained_.record(key, ref, false));
@@ -344,20 +421,18 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
         SURGE_RETURN_IF_ERROR(chunks.index().put(key, *held, false));
         return Rebuilt{0, true};
       }
-    }
-    if (!rec) {
       SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, true));
       rec = chained_.begin_life(*found);
       rec->incomplete = true;
       SURGE_RETURN_IF_ERROR(chunks.index().put(key, *rec, false));
       SURGE_RETURN_IF_ERROR(chunks.objects().truncate(rec->object_id, 0));
     }
-    if (len == 0) break;
-    iovec seg{bufs[p].data(), len};
+    if (cut.length == 0) break;
+    iovec seg{bufs[p].data(), cut.length};
     auto wrote = chunks.objects().write(rec->object_id, off, {&seg, 1}, false);
     if (!wrote.ok()) return wrote.status();
-    off += len;
-    if (len < kWindow) break;
+    off += cut.length;
+    if (cut.length < kWindow) break;
   }
   rec->incomplete = false;
   rec->version = rec->committed_version = *target;

@@ -25,8 +25,10 @@
 //   copies used), window by window: it takes no writes while SYNCING, so
 //   its bytes, at the version every parity position names for it, do not
 //   change during the rebuild. Parity positions that disagree on that
-//   version (a write of it was under way when it was lost) leave it
-//   unrebuilt: their parity needs repair first (not built).
+//   version (a write of it was under way when it was lost, its delta
+//   applied at some of them only) are brought together first: the update
+//   is completed (roll forward) by sending the lagging ones its delta,
+//   rebuilt as the XOR of p's bytes at both versions.
 // * The pass: list the chunks every SERVING member of the chain holds,
 //   rebuild each one not rebuilt yet, drop the local chunks nobody else
 //   holds (their file went while this member was away), list again for
@@ -42,7 +44,10 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "common/ec/rs_codec.h"
 #include "common/status.h"
@@ -56,11 +61,17 @@ namespace surge::ods {
 class EcRebuild {
  public:
   using CodecOf = std::function<Result<const ec::RsCodec*>(const ChainPlace&)>;
+  // Sends a delta of this member's data chunk key (bytes at `at`, the
+  // chunk's version v, its truncate generation) to the parity positions
+  // of place's write chain not in skip (a mask of positions), and waits.
+  using SendDelta = std::function<Status(const ChainPlace& place, const ChunkKey& key, uint64_t at,
+                                         std::span<const std::byte> delta, uint64_t v,
+                                         uint64_t truncate_seq, uint64_t skip)>;
   // codec: the codec of a chain's K+M; rebuilt: called (under the chunk's
   // update order) for each chunk rebuilt, so deltas kept for its old
-  // bytes go.
+  // bytes go; send_delta: how a lost update's delta is sent (roll forward).
   EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder, CodecOf codec,
-            std::function<void(const ChunkKey&)> rebuilt);
+            std::function<void(const ChunkKey&)> rebuilt, SendDelta send_delta);
   ~EcRebuild();
   void start();
   void stop();
@@ -101,6 +112,16 @@ class EcRebuild {
 
   // (ino, slot) of chunks of a chain.
   using Keys = std::set<std::pair<uint64_t, uint32_t>>;
+  // One window per position.
+  using Buffers = std::vector<std::vector<std::byte>>;
+  // One window of this data position p rebuilt from K others.
+  struct Cut {
+    uint64_t length = 0;     // bytes of p's window (0: past the end of every copy used)
+    uint64_t version = 0;    // of p, as the parity copies used name it
+    uint64_t truncated = 0;  // the truncate generation p had applied, as they know it
+    // Every version of p the parity copies read named, with who named it.
+    std::map<uint64_t, ec::ChunkSet> names;
+  };
 
   // Every chain where this member syncs: list, wait, pass.
   void round();
@@ -121,13 +142,27 @@ class EcRebuild {
   // rebuild() and what it did.
   Result<Rebuilt> rebuild_one(const ChainPlace& place, const ChunkKey& key);
   Result<Rebuilt> rebuild_parity(const ChainPlace& place, const ChunkKey& key);
-  Result<Rebuilt> rebuild_data(const ChainPlace& place, const ChunkKey& key);
+  // rolled: the parity positions were brought together once already.
+  Result<Rebuilt> rebuild_data(const ChainPlace& place, const ChunkKey& key, bool rolled = false);
+  // Window `off` of this data position, into bufs[p], from the positions in
+  // sources at a consistent cut: the data copies read, then parity copies
+  // naming p at of_p (nullopt: the newest version any names). Waits for a
+  // cut while copies are dirty or mid-write.
+  Result<Cut> cut_window(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
+                         const std::vector<uint32_t>& sources, uint64_t off,
+                         std::optional<uint64_t> of_p, Buffers& bufs);
+  // names (two versions of p, as parity positions name them): sends the
+  // positions naming the older one the delta to the newer.
+  Status roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
+                      const std::vector<uint32_t>& sources,
+                      const std::map<uint64_t, ec::ChunkSet>& names);
 
   ChainedChunks& chained_;
   ChainView& view_;
   ChainForwarder& forwarder_;
   CodecOf codec_;
   std::function<void(const ChunkKey&)> on_rebuilt_;
+  SendDelta send_delta_;
   std::mutex syncs_mu_;
   std::map<uint32_t, Sync> syncs_;  // by chain id
   // chain id -> the chain version a pass last finished under.
