@@ -98,7 +98,7 @@ int run(const OdsConfig& cfg) {
   fo.lanes = lanes;
   ChainForwarder forwarder(**chunks, chains, (*server)->pool(), fo);
   ChainedChunks chained(**chunks, chains, forwarder);
-  EcChunks ec(chained, chains, forwarder, (*server)->pool());
+  EcChunks ec(chained, chains, forwarder, (*server)->pool(), cfg.ec_kept_deltas);
   OdsService service(**store, (*server)->pool(), svc_opts, &chains,
                      cfg.mds.empty() ? nullptr : &chained, cfg.mds.empty() ? nullptr : &ec);
   // The resync source of the chains whose SYNCING member follows us.

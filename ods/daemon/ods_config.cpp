@@ -120,6 +120,13 @@ const config::ConfigTable<OdsConfig>& ods_config_table() {
              "Writes fail with NoSpace once free space would drop below this, in bytes.",
              "--reserved-free-bytes"},
             &OdsConfig::reserved_free_bytes},
+          F{{"ec", "kept_deltas",
+             "Parity deltas of EC writes that failed to reach a parity server, kept in\n"
+             "memory (up to 1 MiB each) for the chunk's next write or a sweeper to send\n"
+             "again. Past this many, a failed one is rebuilt from the stripe group when\n"
+             "it is sent (reads of K - 1 other data chunks and of a parity chunk).",
+             "--ec-kept-deltas", 0, 65536},
+            &OdsConfig::ec_kept_deltas},
           F{{"log", "level", "trace, debug, info, warn, error or off.", "--log-level"},
             &OdsConfig::log_level},
           F{{"log", "file", "Log file; \"\" logs to stderr.", "--log-file"}, &OdsConfig::log_file},

@@ -50,6 +50,8 @@ struct OdsConfig {
   uint64_t max_open_objects = 1024;
   bool o_direct = false;
   uint64_t reserved_free_bytes = 0;
+  // [ec]
+  uint32_t ec_kept_deltas = 16;
   // [log]
   std::string log_level = "info";
   std::string log_file;

@@ -103,11 +103,12 @@ Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint3
 }
 
 EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
-                   net::BufferPool& pool)
+                   net::BufferPool& pool, size_t kept_deltas)
     : chained_(chained),
       view_(view),
       forwarder_(forwarder),
       pool_(pool),
+      kept_(kept_deltas),
       rebuild_(
           chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
           [this](const ChunkKey& key) { kept_.erase(key); },
@@ -424,6 +425,24 @@ Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, Chu
     const uint64_t v = rec.committed_version + 1;
     // Older ones are sent already (a failed send keeps them again).
     KeptDelta p = kept_.take(key, v);
+    if (!p.delta && v == rec.version) {
+      // Not kept (more failed at once than are kept): rebuilt from this
+      // chunk's bytes and the group.
+      Status resent = rebuild_.resend_lost(place, key, rec);
+      if (!resent.ok()) {
+        // Still missing somewhere: the sweeper tries again.
+        KeptDelta marker;
+        marker.version = v;
+        marker.since = std::chrono::steady_clock::now();
+        marker.ref = ref;
+        (void)kept_.put(key, std::move(marker));
+        return resent.WithContext(what);
+      }
+      rec.committed_version = v;
+      SURGE_RETURN_IF_ERROR(chained_.chunks().index().put(key, rec, false).WithContext(what));
+      chained_.waits().changed();
+      continue;
+    }
     if (!p.delta) {
       return Status::Unavailable(
           what + ": target " + std::to_string(view_.own_id()) + " holds " + version_text(v) +

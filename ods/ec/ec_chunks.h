@@ -16,9 +16,12 @@
 //   every parity position (one failed, or the chain moved), the chunk
 //   stays dirty and the delta is kept in memory: the chunk's next write
 //   (the client's retry) sends it again first, under the chain as it is
-//   then. A dirty chunk whose delta is not kept (the server restarted, or
-//   more than kMaxPending failed at once) refuses writes until its parity
-//   is repaired.
+//   then, and a sweeper after kResendAfter when nothing did. Past
+//   kept_deltas failed ones, only a marker is kept, and the delta is
+//   rebuilt when sent: the XOR of the bytes held and of the chunk at the
+//   version the lagging parity positions applied, read from K others
+//   (EcRebuild::resend_lost). A data server that restarts is rebuilt
+//   instead (EcRebuild), which completes such an update itself.
 // * A parity position applies a delta from source p under its chunk's
 //   update order, in p's version order: its record keeps, per data
 //   position, the version whose delta it applied last (ChunkRecord.applied).
@@ -51,9 +54,7 @@
 // whose delta reached some parity positions only.
 //
 // Not here yet (issue 16): writes to a data position whose member is down
-// (they wait for it), and a SERVING data position whose kept delta was
-// dropped (more than kMaxPending failed at once) refuses writes to that
-// chunk until its member restarts and is rebuilt.
+// (they wait for it).
 #pragma once
 
 #include <chrono>
@@ -82,10 +83,12 @@ namespace surge::ods {
 class EcChunks {
  public:
   // pool: the server's, for resending a kept delta from registered memory.
+  // kept_deltas: failed deltas kept for a resend at most (each up to one
+  // pool buffer; [ec] kept_deltas); past it one is rebuilt when sent.
   EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
-           net::BufferPool& pool);
+           net::BufferPool& pool, size_t kept_deltas = kMaxPending);
 
-  // Deltas kept for a resend at most (each up to one pool buffer).
+  // The default of kept_deltas.
   static constexpr size_t kMaxPending = 16;
   // Bytes of deltas held for an OdsEcCommit at most; past it a hold sends
   // at once.
@@ -205,7 +208,7 @@ class EcChunks {
   ChainView& view_;
   ChainForwarder& forwarder_;
   net::BufferPool& pool_;
-  KeptDeltas kept_{kMaxPending};
+  KeptDeltas kept_;
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
   EcRebuild rebuild_;     // uses codec(): stopped before codecs_ go

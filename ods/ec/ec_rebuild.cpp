@@ -30,6 +30,8 @@ constexpr auto kSettle = std::chrono::seconds(1);
 constexpr int kParityAttempts = 5;
 constexpr int kCutAttempts = 100;
 constexpr auto kCutPause = std::chrono::milliseconds(10);
+// Bytes read of a parity chunk to learn what it applied.
+constexpr size_t kProbeBytes = 4096;
 // A pass that failed is tried again after this long, doubling to the
 // most (a rebuild that waits for a position to return is not retried
 // every second).
@@ -312,31 +314,25 @@ Result<EcRebuild::Cut> EcRebuild::cut_window(const ChainPlace& place, const Chun
                              std::to_string(kCutAttempts) + " tries");
 }
 
-Status EcRebuild::roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
-                               const std::vector<uint32_t>& sources,
-                               const std::map<uint64_t, ec::ChunkSet>& names) {
-  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
-  const uint64_t older = names.begin()->first, newer = names.rbegin()->first;
-  const std::string which = "parity positions name versions " + std::to_string(older) + " and " +
-                            std::to_string(newer) + " of data position " + std::to_string(p);
-  if (names.size() != 2) {
-    return Status::Unavailable(which + " among " + std::to_string(names.size()) +
-                               " different ones; one delta cannot bring them together");
-  }
+Status EcRebuild::send_difference(const ChainPlace& place, const ChunkKey& key,
+                                  const ec::RsCodec& rs, const std::vector<uint32_t>& sources,
+                                  uint64_t older, uint64_t newer, uint64_t skip,
+                                  const NewerWindow& newer_window) {
+  const uint32_t n = place.ec_data + place.ec_parity, p = place.ec_position;
   // p's bytes at both versions, window by window; their XOR is the delta
   // the lagging positions never applied. It covers one lost update, so it
   // spans at most what one update does (a pool buffer).
-  Buffers at_new(n, std::vector<std::byte>(kWindow)), at_old(n, std::vector<std::byte>(kWindow));
+  Buffers at_old(n, std::vector<std::byte>(kWindow));
   std::map<uint64_t, std::vector<std::byte>> changed;  // window offset -> XOR
   uint64_t first = UINT64_MAX, last = 0, truncated = 0;
   for (uint64_t off = 0;; off += kWindow) {
-    SURGE_ASSIGN_OR_RETURN(Cut hi, cut_window(place, key, rs, sources, off, newer, at_new));
+    SURGE_ASSIGN_OR_RETURN(auto hi, newer_window(off));
     SURGE_ASSIGN_OR_RETURN(Cut lo, cut_window(place, key, rs, sources, off, older, at_old));
     if (off == 0) truncated = hi.truncated;
-    const uint64_t len = std::max(hi.length, lo.length);
+    const uint64_t len = std::max<uint64_t>(hi.bytes.size(), lo.length);
     std::vector<std::byte> x(len);
     for (uint64_t b = 0; b < len; ++b) {
-      x[b] = (b < hi.length ? at_new[p][b] : std::byte{0}) ^
+      x[b] = (b < hi.bytes.size() ? hi.bytes[b] : std::byte{0}) ^
              (b < lo.length ? at_old[p][b] : std::byte{0});
       if (x[b] != std::byte{0}) {
         first = std::min(first, off + b);
@@ -355,16 +351,107 @@ Status EcRebuild::roll_forward(const ChainPlace& place, const ChunkKey& key, con
       if (off + b >= first && off + b < last) delta[off + b - first] = x[b];
     }
   }
-  uint64_t skip = 0;
-  for (uint32_t i = k; i < n; ++i) {
-    if (!names.begin()->second.test(i)) skip |= uint64_t{1} << i;
-  }
   SLOG_WARN(
-      "rebuild of {} of EC chain {} on target {}: {}; the update to {} reached some parity "
-      "positions only: sending its delta ({} bytes at offset {}) to the others",
-      key.describe(), place.chain_id, view_.own_id(), which, newer, delta.size(), first);
+      "{} of EC chain {} on target {}: the update to version {} reached some parity positions "
+      "only (the others applied {}): sending its delta ({} bytes at offset {}) to them",
+      key.describe(), place.chain_id, view_.own_id(), newer, older, delta.size(), first);
   return send_delta_(place, key, first, delta, newer, truncated, skip)
-      .WithContext("sending the missing delta (" + which + ")");
+      .WithContext("sending the delta of version " + std::to_string(newer) + " of " +
+                   key.describe() + " to the parity positions at " + std::to_string(older));
+}
+
+uint64_t EcRebuild::skip_all_but(const ChainPlace& place, const ec::ChunkSet& lagging) {
+  uint64_t skip = 0;
+  for (uint32_t i = place.ec_data; i < place.ec_data + place.ec_parity; ++i) {
+    if (!lagging.test(i)) skip |= uint64_t{1} << i;
+  }
+  return skip;
+}
+
+Status EcRebuild::roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
+                               const std::vector<uint32_t>& sources,
+                               const std::map<uint64_t, ec::ChunkSet>& names) {
+  const uint32_t n = place.ec_data + place.ec_parity, p = place.ec_position;
+  const uint64_t older = names.begin()->first, newer = names.rbegin()->first;
+  if (names.size() != 2) {
+    return Status::Unavailable("parity positions name " + std::to_string(names.size()) +
+                               " different versions of data position " + std::to_string(p) +
+                               "; one delta cannot bring them together");
+  }
+  // The newer bytes are rebuilt too: this member's own copy is not trusted.
+  Buffers at_new(n, std::vector<std::byte>(kWindow));
+  auto rebuilt_newer = [&](uint64_t off) -> Result<NewerBytes> {
+    SURGE_ASSIGN_OR_RETURN(Cut hi, cut_window(place, key, rs, sources, off, newer, at_new));
+    return NewerBytes{{at_new[p].data(), hi.length}, hi.truncated};
+  };
+  return send_difference(place, key, rs, sources, older, newer,
+                         skip_all_but(place, names.begin()->second), rebuilt_newer);
+}
+
+Status EcRebuild::resend_lost(const ChainPlace& place, const ChunkKey& key,
+                              const ChunkRecord& rec) {
+  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
+  SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
+  std::vector<uint32_t> sources;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i != p && place.ec_members[i].state == mpb::MEMBER_SERVING) sources.push_back(i);
+  }
+  // What every SERVING parity position applied of p. A SYNCING one cannot
+  // be read; it is sent the delta whenever one is: it applies it in turn,
+  // acknowledges it as applied, or leaves the chunk to its rebuild.
+  std::map<uint64_t, ec::ChunkSet> names;
+  std::vector<std::byte> probe(kProbeBytes);
+  for (uint32_t i : sources) {
+    if (i < k) continue;
+    Result<PositionWindow> w = Status::OK();
+    for (int attempt = 0; attempt < kCutAttempts; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(kCutPause);
+      w = read_position(forwarder_, place, i, {key.ino, key.slot, i}, 0, probe);
+      if (w.ok() || w.status().code() != Code::kChunkDirty) break;
+    }
+    if (!w.ok()) return w.status();
+    names[w->applied_of(p)].set(i);
+  }
+  ec::ChunkSet lagging;
+  std::optional<uint64_t> older;
+  for (const auto& [v, at] : names) {
+    if (v == rec.version) continue;
+    if (older || v > rec.version) {
+      return Status::Unavailable("parity positions name versions " + std::to_string(v) +
+                                 " of data position " + std::to_string(p) + " beside its " +
+                                 std::to_string(rec.version) +
+                                 "; one delta cannot bring them together");
+    }
+    older = v;
+    lagging = at;
+  }
+  // Every one applied it (the position it failed at has left the chain).
+  // A SYNCING parity position's rebuild reads this chunk as held, unless
+  // it rebuilt it before this update and then failed its delta without
+  // the chain moving: not handled, scrub would report it.
+  if (!older) return Status::OK();
+  for (uint32_t i = k; i < n; ++i) {
+    if (place.ec_members[i].state == mpb::MEMBER_SYNCING) lagging.set(i);
+  }
+  ChunkStore& chunks = chained_.chunks();
+  SURGE_ASSIGN_OR_RETURN(const uint64_t size, chunks.size(rec));
+  std::vector<std::byte> held(kWindow);
+  auto held_newer = [&](uint64_t off) -> Result<NewerBytes> {
+    const uint64_t len = off >= size ? 0 : std::min<uint64_t>(kWindow, size - off);
+    for (uint64_t done = 0; done < len;) {
+      SURGE_ASSIGN_OR_RETURN(
+          size_t got, chunks.objects().read(rec.object_id, off + done,
+                                            std::span<std::byte>(held).subspan(done, len - done)));
+      if (got == 0) {
+        std::memset(held.data() + done, 0, len - done);
+        break;
+      }
+      done += got;
+    }
+    return NewerBytes{{held.data(), len}, rec.truncate_seq};
+  };
+  return send_difference(place, key, *rs, sources, *older, rec.version,
+                         skip_all_but(place, lagging), held_newer);
 }
 
 Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, const ChunkKey& key,

@@ -84,6 +84,13 @@ class EcRebuild {
   // Rebuilds key here from the other positions and marks it rebuilt.
   // The caller holds key's update order.
   Status rebuild(const ChainPlace& place, const ChunkKey& key);
+  // At a SERVING data position: key's last update (rec, its version
+  // v, not known applied at every parity position) has no kept delta any
+  // more. Sends the parity positions that applied the one before it the
+  // delta, the XOR of the bytes held here and of the chunk at that version
+  // rebuilt from K others; OK when every parity position has v then. The
+  // caller holds key's update order.
+  Status resend_lost(const ChainPlace& place, const ChunkKey& key, const ChunkRecord& rec);
   // Leaves key (not rebuilt, or missing a delta) to the pass: false when
   // the pass is closing and the caller must rebuild it now. The caller
   // holds key's update order.
@@ -151,6 +158,21 @@ class EcRebuild {
   Result<Cut> cut_window(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
                          const std::vector<uint32_t>& sources, uint64_t off,
                          std::optional<uint64_t> of_p, Buffers& bufs);
+  // p's bytes at the newer of two versions, one window (valid until the
+  // next call), with p's truncate generation at that version.
+  struct NewerBytes {
+    std::span<const std::byte> bytes;
+    uint64_t truncated = 0;
+  };
+  using NewerWindow = std::function<Result<NewerBytes>(uint64_t off)>;
+  // Sends the parity positions not in skip the delta taking p from
+  // `older` (its bytes rebuilt from sources at a cut naming older) to
+  // `newer` (newer_window's bytes), as p's update at newer.
+  Status send_difference(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
+                         const std::vector<uint32_t>& sources, uint64_t older, uint64_t newer,
+                         uint64_t skip, const NewerWindow& newer_window);
+  // The mask of parity positions to skip when only `lagging` need a delta.
+  static uint64_t skip_all_but(const ChainPlace& place, const ec::ChunkSet& lagging);
   // names (two versions of p, as parity positions name them): sends the
   // positions naming the older one the delta to the newer.
   Status roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,

@@ -6,7 +6,7 @@ namespace surge::ods {
 void KeptDeltas::count(const KeptDelta& d, int sign) {
   if (d.held) {
     held_bytes_ = sign > 0 ? held_bytes_ + d.length : held_bytes_ - d.length;
-  } else {
+  } else if (d.delta) {
     failed_ = sign > 0 ? failed_ + 1 : failed_ - 1;
   }
 }
@@ -15,9 +15,13 @@ bool KeptDeltas::put(const ChunkKey& key, KeptDelta d) {
   std::lock_guard lk(mu_);
   auto& versions = by_key_[key];
   auto it = versions.find(d.version);
-  const bool replaces_failed = it != versions.end() && !it->second.held;
+  const bool replaces_failed = it != versions.end() && !it->second.held && it->second.delta;
   if (!d.held && !replaces_failed && failed_ >= max_failed_) {
-    if (versions.empty()) by_key_.erase(key);
+    // Too many kept: only that the update was not sent everywhere is
+    // kept, so the sweeper has its delta rebuilt from the group.
+    d.delta.reset();
+    d.length = 0;
+    if (it == versions.end()) versions.emplace(d.version, std::move(d));
     return false;
   }
   if (it != versions.end()) {

@@ -24,7 +24,7 @@ struct KeptDelta {
   uint64_t version = 0;
   uint64_t at = 0;
   uint64_t truncate_seq = 0;
-  std::unique_ptr<std::byte[]> delta;  // null: none kept
+  std::unique_ptr<std::byte[]> delta;  // null: none kept (a marker of a failed one)
   uint64_t length = 0;
   bool held = false;
   std::chrono::steady_clock::time_point since;
@@ -38,7 +38,9 @@ class KeptDeltas {
   explicit KeptDeltas(size_t max_failed) : max_failed_(max_failed) {}
 
   // Keeps d as key's update d.version (replacing one of that version);
-  // false, keeping nothing, when d failed and max_failed are kept already.
+  // false when d failed and max_failed are kept already: then only a
+  // marker without the delta is kept (take() returns it without one, and
+  // due() lists it for the sweeper, which has the delta rebuilt).
   bool put(const ChunkKey& key, KeptDelta d);
   // Takes key's update v, or a KeptDelta without delta when none is kept;
   // drops any older one of key (sent already).

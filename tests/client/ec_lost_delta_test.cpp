@@ -1,15 +1,25 @@
-// An update lost with its data position's server, its delta applied at
-// one parity position only (issue 16; docs/redundancy.md, "EC rebuild"):
-// a 2+2 group (ec_small_group.h); the server of parity position 3 is
-// stopped (SIGSTOP), a client writes to data position 0, whose server
-// stores the bytes and sends their delta to both parity positions;
-// position 2 applies it, and position 0's server is SIGKILLed while it
-// waits for position 3, which is then let go on (its pull of the delta
-// from the dead server fails). The parity positions now name different
-// versions of position 0. When its server returns, its rebuild must
-// complete the update (send position 3 the delta, rebuilt as the XOR of
-// both versions) and serve again; the file then holds the written bytes
-// and every parity window is consistent.
+// Updates of an EC data position whose delta did not reach every parity
+// position (issue 16; docs/redundancy.md, "EC rebuild" and "Erasure
+// coding"), on a 2+2 group (ec_small_group.h):
+//
+// * Lost with its data server: the server of parity position 3 is
+//   stopped (SIGSTOP), a client writes to data position 0, whose server
+//   stores the bytes and sends their delta to both parity positions;
+//   position 2 applies it, and position 0's server is SIGKILLed while it
+//   waits for position 3, which is then let go on (its pull of the delta
+//   from the dead server fails). The parity positions now name different
+//   versions of position 0. When its server returns, its rebuild must
+//   complete the update (send position 3 the delta, rebuilt as the XOR of
+//   both versions) and serve again.
+// * Not kept by a data server that stays up ([ec] kept_deltas = 0): parity
+//   position 3's server is SIGKILLed, so a write's delta fails there and
+//   the data server keeps only a marker of it. The client's retry must
+//   not be refused for the delta it no longer holds: every parity position
+//   left in the chain applied it, so the update is committed and the
+//   write goes on.
+//
+// Each time the file then holds the written bytes and every parity window
+// is consistent.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -24,6 +34,27 @@ namespace {
 
 using EcLostDelta = EcSmallGroup;
 
+// Writes `bytes` at `at` of /ec/f through a client of its own, with an
+// fsync; *out: how it ended.
+std::thread write_async(const LocalCluster& cluster, int io_timeout_ms, uint64_t at,
+                        const std::string& bytes, Status* out) {
+  return std::thread([&cluster, io_timeout_ms, at, &bytes, out] {
+    auto cl = cluster.connect(io_timeout_ms);
+    if (!cl.ok()) {
+      *out = cl.status();
+      return;
+    }
+    auto f = (*cl)->open("/ec/f", O_RDWR);
+    if (!f.ok()) {
+      *out = f.status();
+      return;
+    }
+    auto n = (*cl)->pwrite(**f, bytes.data(), bytes.size(), at);
+    *out = n.ok() ? (*cl)->fsync(**f, false) : n.status();
+    (void)(*cl)->close(*f);
+  });
+}
+
 TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
   const int d0 = server_of(0), p3 = server_of(3);
   ASSERT_GE(d0, 0);
@@ -35,21 +66,7 @@ TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
   const std::string w = random_bytes(kUnit / 2, 7);
   const uint64_t at = kGroup;
   Status wrote;
-  std::thread writer([&] {
-    auto cl = cluster_->connect(kIoTimeoutMs);
-    if (!cl.ok()) {
-      wrote = cl.status();
-      return;
-    }
-    auto f = (*cl)->open("/ec/f", O_RDWR);
-    if (!f.ok()) {
-      wrote = f.status();
-      return;
-    }
-    auto n = (*cl)->pwrite(**f, w.data(), w.size(), at);
-    wrote = n.ok() ? (*cl)->fsync(**f, false) : n.status();
-    (void)(*cl)->close(*f);
-  });
+  std::thread writer = write_async(*cluster_, io_timeout_ms(), at, w, &wrote);
   // Position 2 applies the delta at once; position 3 is stopped.
   std::this_thread::sleep_for(std::chrono::seconds(1));
   Status killed = cluster_->kill_ods(d0);
@@ -63,6 +80,33 @@ TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
   SCOPED_TRACE("the write returned " + wrote.ToString());
   ASSERT_NO_FATAL_FAILURE(wait_healthy(std::chrono::seconds(60)));
   model_.replace(at, w.size(), w);
+  EXPECT_EQ(differs(), "");
+  EXPECT_EQ(scrub_finds(), "");
+}
+
+class EcUnkeptDelta : public EcSmallGroup {
+ protected:
+  ClusterConfig cluster_config() override {
+    ClusterConfig cfg = EcSmallGroup::cluster_config();
+    cfg.ods_args = {"--ec-kept-deltas", "0"};
+    return cfg;
+  }
+};
+
+TEST_F(EcUnkeptDelta, WriteGoesOnWhenEveryParityLeftAppliedTheDeltaItDidNotKeep) {
+  const int p3 = server_of(3);
+  ASSERT_GE(p3, 0);
+  ASSERT_TRUE(cluster_->kill_ods(p3).ok());
+  // Half a unit at the start of data position 0's unit of group 1.
+  const std::string w = random_bytes(kUnit / 2, 8);
+  const uint64_t at = kGroup;
+  Status wrote;
+  write_async(*cluster_, io_timeout_ms(), at, w, &wrote).join();
+  ASSERT_TRUE(wrote.ok()) << wrote.ToString();
+  model_.replace(at, w.size(), w);
+  EXPECT_EQ(differs(), "") << "with parity position 3's server down";
+  ASSERT_TRUE(cluster_->start_ods(p3).ok());
+  ASSERT_NO_FATAL_FAILURE(wait_healthy(std::chrono::seconds(60)));
   EXPECT_EQ(differs(), "");
   EXPECT_EQ(scrub_finds(), "");
 }

@@ -26,14 +26,21 @@ class EcSmallGroup : public ::testing::Test {
   static constexpr uint64_t kGroup = 2 * kUnit;
   static constexpr int kIoTimeoutMs = 8000;
 
-  void SetUp() override {
+  // The cluster: 4 data servers; a test may change the rest.
+  virtual ClusterConfig cluster_config() {
     ClusterConfig cfg;
-    cfg.ods_count = 4;
     cfg.client_io_timeout_ms = std::to_string(kIoTimeoutMs);
+    return cfg;
+  }
+  int io_timeout_ms() const { return std::stoi(cluster_->config().client_io_timeout_ms); }
+
+  void SetUp() override {
+    ClusterConfig cfg = cluster_config();
+    cfg.ods_count = 4;
     auto c = LocalCluster::Start(cfg);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     cluster_ = std::move(*c);
-    auto cl = cluster_->connect(kIoTimeoutMs);
+    auto cl = cluster_->connect(io_timeout_ms());
     ASSERT_TRUE(cl.ok()) << cl.status().ToString();
     client_ = std::move(*cl);
     ASSERT_TRUE(client_->mkdir("/ec", 0777).ok());

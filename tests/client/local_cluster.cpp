@@ -214,6 +214,7 @@ Status LocalCluster::start_ods(int i) {
   if (ods_metrics_ports_[i] != 0) {
     argv.insert(argv.end(), {"--metrics-listen", metrics_addr(ods_metrics_ports_[i])});
   }
+  argv.insert(argv.end(), cfg_.ods_args.begin(), cfg_.ods_args.end());
   SURGE_ASSIGN_OR_RETURN(ods_pids_[i], spawn(name, argv));
   // A restart after a SIGKILL first re-checks every object written but not
   // synced (thousands after a stress run's writes: 15 s at load 15), so

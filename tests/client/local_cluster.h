@@ -41,6 +41,8 @@ struct ClusterConfig {
   int background_interval_ms = 200;
   // surge-ods --worker-threads (0: its default).
   int ods_worker_threads = 0;
+  // More surge-ods arguments (e.g. {"--ec-kept-deltas", "0"}).
+  std::vector<std::string> ods_args;
   // Every daemon serves its Prometheus page on a free port of its own
   // (--metrics-listen; mds_metrics_port(), ods_metrics_port(i)).
   bool metrics = false;

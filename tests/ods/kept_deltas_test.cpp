@@ -85,6 +85,23 @@ TEST(KeptDeltas, DueNamesEachChunkWithAnOldHoldOnce) {
   EXPECT_EQ(due[0].second.ino(), 1u);
 }
 
+// A failed delta over the limit leaves a marker (no bytes, not counted):
+// the sweeper still finds the chunk, and take() says the delta is lost.
+TEST(KeptDeltas, AFailedDeltaOverTheLimitLeavesAMarkerTheSweeperFinds) {
+  KeptDeltas k(1);
+  const auto now = std::chrono::steady_clock::now();
+  ASSERT_TRUE(k.put(kA, delta(1, 1, false, now)));
+  EXPECT_FALSE(k.put(kB, delta(4, 1, false, now - std::chrono::seconds(2))));
+  auto due = k.due(now, std::chrono::seconds(3), std::chrono::seconds(1));
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_TRUE(due[0].first == kB);
+  EXPECT_EQ(due[0].second.ino(), 4u);  // the ref it failed under
+  KeptDelta got = k.take(kB, 4);
+  EXPECT_EQ(got.version, 4u);
+  EXPECT_EQ(got.delta, nullptr);
+  EXPECT_FALSE(k.put(kB, delta(5, 1, false)));  // kA still fills the one place
+}
+
 // A failed delta is due after the shorter wait: nobody may write the chunk
 // again to send it.
 TEST(KeptDeltas, DueNamesAFailedDeltaAfterItsOwnWait) {
