@@ -53,6 +53,18 @@ std::string target_text(const ChainPlace& place, uint32_t position) {
   return "target " + std::to_string(m.target_id) + " at " + m.address;
 }
 
+// Why a rebuild of place's own position cannot start: which others do not
+// serve.
+Status too_few_serve(const ChainPlace& place, size_t serving) {
+  std::string absent;
+  for (uint32_t i = 0; i < place.ec_data + place.ec_parity; ++i) {
+    if (i == place.ec_position || place.ec_members[i].state == mpb::MEMBER_SERVING) continue;
+    absent += (absent.empty() ? "" : ", ") + std::to_string(i) + " (" + target_text(place, i) + ")";
+  }
+  return Status::Unavailable("only " + std::to_string(serving) + " other positions serve, " +
+                             std::to_string(place.ec_data) + " needed; not serving: " + absent);
+}
+
 }  // namespace
 
 EcRebuild::EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
@@ -152,44 +164,27 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_one(const ChainPlace& place, const
 }
 
 Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, const ChunkKey& key) {
-  const uint32_t k = place.ec_data;
-  const uint32_t j = place.ec_position - k;
+  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
+  // The code of the K data chunks, read where they serve; while one does
+  // not, its bytes come from the other parity positions (any K copies of a
+  // consistent cut determine the group).
+  std::vector<uint32_t> sources;
   for (uint32_t q = 0; q < k; ++q) {
-    if (place.ec_members[q].state != mpb::MEMBER_SERVING) {
-      return Status::Unavailable("data position " + std::to_string(q) + " (" +
-                                 target_text(place, q) +
-                                 ") does not serve; a parity position is rebuilt from the " +
-                                 std::to_string(k) + " data positions");
+    if (place.ec_members[q].state == mpb::MEMBER_SERVING) sources.push_back(q);
+  }
+  if (sources.size() < k) {
+    for (uint32_t i = k; i < n; ++i) {
+      if (i != p && place.ec_members[i].state == mpb::MEMBER_SERVING) sources.push_back(i);
     }
   }
+  if (sources.size() < k) return too_few_serve(place, sources.size());
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
   const pb::ChunkRef ref = ref_of(place, key);
-  std::vector<std::vector<std::byte>> data(k, std::vector<std::byte>(kWindow));
-  std::vector<std::byte> out(kWindow);
-  std::vector<uint64_t> versions(k, 0);
-  std::vector<uint64_t> truncates(k, 0);  // the generation each data chunk applied
-  // Reads window `off` of every data chunk into data; false when one of
-  // them moved on from the version its first window named.
-  uint64_t longest = 0;
-  auto read_window = [&](uint64_t off) -> Result<bool> {
-    longest = 0;
-    for (uint32_t q = 0; q < k; ++q) {
-      SURGE_ASSIGN_OR_RETURN(
-          auto w, read_position(forwarder_, place, q, {key.ino, key.slot, q}, off, data[q]));
-      if (off == 0) {
-        versions[q] = w.version;
-        truncates[q] = w.truncate_seq;
-      }
-      if (w.version != versions[q]) return false;
-      std::memset(data[q].data() + w.length, 0, kWindow - w.length);
-      longest = std::max(longest, w.length);
-    }
-    return true;
-  };
+  Buffers bufs(n, std::vector<std::byte>(kWindow));
   for (int attempt = 0; attempt < kParityAttempts; ++attempt) {
-    SURGE_ASSIGN_OR_RETURN(bool steady, read_window(0));
-    if (!steady) continue;
+    SURGE_ASSIGN_OR_RETURN(Cut cut, cut_window(place, key, *rs, sources, 0, std::nullopt, bufs));
+    const std::vector<uint64_t> versions = cut.versions;
     SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, false));
     if (found && !found->incomplete && !found->dirty() && found->applied_count == k &&
         std::equal(versions.begin(), versions.end(), found->applied.begin())) {
@@ -210,21 +205,19 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
     SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
     SURGE_RETURN_IF_ERROR(chunks.objects().truncate(rec.object_id, 0));
     uint64_t off = 0;
-    while (steady && longest > 0) {
-      std::memset(out.data(), 0, longest);
-      for (uint32_t q = 0; q < k; ++q) {
-        SURGE_RETURN_IF_ERROR(rs->UpdateOneParity(q, j,
-                                                  reinterpret_cast<const uint8_t*>(data[q].data()),
-                                                  reinterpret_cast<uint8_t*>(out.data()), longest));
-      }
-      iovec seg{out.data(), longest};
+    bool steady = true;
+    while (cut.length > 0) {
+      iovec seg{bufs[p].data(), cut.length};
       auto wrote = chunks.objects().write(rec.object_id, off, {&seg, 1}, false);
       if (!wrote.ok()) return wrote.status();
-      off += longest;
-      if (longest < kWindow) break;
-      SURGE_ASSIGN_OR_RETURN(steady, read_window(off));
+      off += cut.length;
+      if (cut.length < kWindow) break;
+      SURGE_ASSIGN_OR_RETURN(cut, cut_window(place, key, *rs, sources, off, std::nullopt, bufs));
+      // A data chunk that moved on between windows: read it all again.
+      steady = cut.versions == versions;
+      if (!steady) break;
     }
-    if (!steady) continue;  // a data chunk moved on between windows: read it all again
+    if (!steady) continue;
     rec.incomplete = false;
     rec.version += 1;
     rec.committed_version = rec.version;
@@ -232,7 +225,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
     rec.applied = {};
     for (uint32_t q = 0; q < k; ++q) {
       rec.applied[q] = versions[q];
-      rec.applied_truncate[q] = truncates[q];
+      rec.applied_truncate[q] = cut.truncates[q];
     }
     SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
     SURGE_RETURN_IF_ERROR(chunks.sync(key, rec));
@@ -260,39 +253,59 @@ Result<EcRebuild::Cut> EcRebuild::cut_window(const ChainPlace& place, const Chun
         return w.status();
       }
     }
-    // The versions of p the parity copies read name. Only p's own updates
-    // move them, and p takes none while this rebuild holds its update
-    // order, so copies that differ stay so: a write of p was under way
-    // when it was lost, its delta applied at some parity positions only.
     Cut cut;
-    for (uint32_t i : sources) {
-      if (i >= k && got[i]) cut.names[got[i]->applied_of(p)].set(i);
-    }
-    if (cut.names.empty()) continue;  // no parity copy read this time
-    if (of_p && cut.names.count(*of_p) == 0) {
-      return Status::Unavailable("the parity moved from version " + std::to_string(*of_p) +
-                                 " of data position " + std::to_string(p) + " during its rebuild");
-    }
-    cut.version = of_p ? *of_p : cut.names.rbegin()->first;
-    // K copies at a consistent cut: the data copies read, then parity
-    // copies that name p at cut.version and exactly the data copies'
-    // versions.
-    ec::ChunkSet present;
-    for (uint32_t i : sources) {
-      if (i < k && got[i]) present.set(i);
-    }
-    for (uint32_t i : sources) {
-      if (i < k || !got[i] || present.count() >= k || got[i]->applied_of(p) != cut.version) {
-        continue;
+    if (p < k) {
+      // The versions of p the parity copies read name. Only p's own
+      // updates move them, and p takes none while this rebuild holds its
+      // update order, so copies that differ stay so: a write of p was
+      // under way when it was lost, its delta applied at some parity
+      // positions only.
+      for (uint32_t i : sources) {
+        if (i >= k && got[i]) cut.names[got[i]->applied_of(p)].set(i);
       }
+      if (cut.names.empty()) continue;  // no parity copy read this time
+      if (of_p && cut.names.count(*of_p) == 0) {
+        return Status::Unavailable("the parity moved from version " + std::to_string(*of_p) +
+                                   " of data position " + std::to_string(p) +
+                                   " during its rebuild");
+      }
+      cut.version = of_p ? *of_p : cut.names.rbegin()->first;
+    }
+    // K copies at a consistent cut: the data copies read, then parity
+    // copies that name p at cut.version (a data p) and exactly the data
+    // copies' versions, and agree on those of the data positions not read.
+    ec::ChunkSet present;
+    cut.versions.assign(k, 0);
+    cut.truncates.assign(k, 0);
+    for (uint32_t i : sources) {
+      if (i < k && got[i]) {
+        present.set(i);
+        cut.versions[i] = got[i]->version;
+        cut.truncates[i] = got[i]->truncate_seq;
+      }
+    }
+    const ec::ChunkSet data_read = present;
+    bool named = false;  // cut.versions of the data positions not read come from parity
+    for (uint32_t i : sources) {
+      if (i < k || !got[i] || present.count() >= k) continue;
+      if (p < k && got[i]->applied_of(p) != cut.version) continue;
       bool fits = true;
       for (uint32_t q = 0; q < k; ++q) {
-        if (present.test(q)) fits = fits && got[i]->applied_of(q) == got[q]->version;
+        if (data_read.test(q)) {
+          fits = fits && got[i]->applied_of(q) == got[q]->version;
+        } else if (q != p && named) {
+          fits = fits && got[i]->applied_of(q) == cut.versions[q];
+        }
       }
-      if (fits) {
-        present.set(i);
-        cut.truncated = std::max(cut.truncated, got[i]->applied_truncate_of(p));
+      if (!fits) continue;
+      present.set(i);
+      for (uint32_t q = 0; q < k; ++q) {
+        if (data_read.test(q) || q == p || named) continue;
+        cut.versions[q] = got[i]->applied_of(q);
+        cut.truncates[q] = got[i]->applied_truncate_of(q);
       }
+      named = true;
+      if (p < k) cut.truncated = std::max(cut.truncated, got[i]->applied_truncate_of(p));
     }
     if (present.count() < k) continue;
     for (uint32_t i = 0; i < n; ++i) {
@@ -461,10 +474,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   for (uint32_t i = 0; i < n; ++i) {
     if (i != p && place.ec_members[i].state == mpb::MEMBER_SERVING) sources.push_back(i);
   }
-  if (sources.size() < k) {
-    return Status::Unavailable("only " + std::to_string(sources.size()) +
-                               " other positions serve, " + std::to_string(k) + " needed");
-  }
+  if (sources.size() < k) return too_few_serve(place, sources.size());
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
   const pb::ChunkRef ref = ref_of(place, key);

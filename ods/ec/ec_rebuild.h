@@ -121,13 +121,19 @@ class EcRebuild {
   using Keys = std::set<std::pair<uint64_t, uint32_t>>;
   // One window per position.
   using Buffers = std::vector<std::vector<std::byte>>;
-  // One window of this data position p rebuilt from K others.
+  // One window of this member's position p rebuilt from K others.
   struct Cut {
-    uint64_t length = 0;     // bytes of p's window (0: past the end of every copy used)
-    uint64_t version = 0;    // of p, as the parity copies used name it
-    uint64_t truncated = 0;  // the truncate generation p had applied, as they know it
-    // Every version of p the parity copies read named, with who named it.
+    uint64_t length = 0;  // bytes of p's window (0: past the end of every copy used)
+    // A data p: its version and truncate generation as the parity copies
+    // used name them, and every version of p the parity copies read named,
+    // with who named it.
+    uint64_t version = 0;
+    uint64_t truncated = 0;
     std::map<uint64_t, ec::ChunkSet> names;
+    // Per data position (p's own: 0), the version and truncate generation
+    // of the cut: as read, or as the parity copies used name them.
+    std::vector<uint64_t> versions;
+    std::vector<uint64_t> truncates;
   };
 
   // Every chain where this member syncs: list, wait, pass.
@@ -151,10 +157,11 @@ class EcRebuild {
   Result<Rebuilt> rebuild_parity(const ChainPlace& place, const ChunkKey& key);
   // rolled: the parity positions were brought together once already.
   Result<Rebuilt> rebuild_data(const ChainPlace& place, const ChunkKey& key, bool rolled = false);
-  // Window `off` of this data position, into bufs[p], from the positions in
-  // sources at a consistent cut: the data copies read, then parity copies
-  // naming p at of_p (nullopt: the newest version any names). Waits for a
-  // cut while copies are dirty or mid-write.
+  // Window `off` of this member's position p, into bufs[p], from the
+  // positions in sources at a consistent cut: the data copies read, then
+  // parity copies naming the data copies' versions (and, for a data p, p
+  // at of_p; nullopt: the newest version any names). Waits for a cut while
+  // copies are dirty or mid-write.
   Result<Cut> cut_window(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
                          const std::vector<uint32_t>& sources, uint64_t off,
                          std::optional<uint64_t> of_p, Buffers& bufs);

@@ -89,19 +89,23 @@ class EcSmallGroup : public ::testing::Test {
     return at == got.size() ? "" : "the bytes differ first at file offset " + std::to_string(at);
   }
 
-  // Waits until the chain serves on all four positions again.
+  // Waits until every chain serves on all four positions again.
   void wait_healthy(std::chrono::seconds most = std::chrono::seconds(180)) {
+    wait_serving(4, most);
+  }
+  // Waits until every chain serves on `positions` positions.
+  void wait_serving(int positions, std::chrono::seconds most) {
     const auto give_up = std::chrono::steady_clock::now() + most;
     for (;;) {
       std::string out;
       ASSERT_EQ(run_surgectl(*cluster_, "--json chains", &out), 0) << out;
       auto chains = parse_chains(out);
       bool done = !chains.empty();
-      for (const auto& c : chains) done = done && c.serving() == 4;
+      for (const auto& c : chains) done = done && c.serving() == positions;
       if (done) return;
       ASSERT_LT(std::chrono::steady_clock::now(), give_up)
-          << "the EC chain never served on all four positions again: "
-          << (run_surgectl(*cluster_, "chains", &out), out);
+          << "the EC chains never served on " << positions
+          << " positions: " << (run_surgectl(*cluster_, "chains", &out), out);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
