@@ -428,6 +428,29 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
   }
   if (count_state(c, pb::MEMBER_SERVING) == 0) return changed;
 
+  // 2b. An EC chain with fewer than K members serving can rebuild nobody
+  // (a rebuild reads K others), so members returning one at a time would
+  // wait for each other for good (a whole cluster stopped and started).
+  // A returning data member is taken back as it is: nothing is written to
+  // a data position while its member is away (writes to it wait for it,
+  // and so do truncates), so what it holds is current but for an update
+  // under way when it went, which its next write completes. Parity
+  // members missed the deltas of writes meanwhile: they sync once K serve.
+  if (ec && c.moves_size() == 0 &&
+      count_state(c, pb::MEMBER_SERVING) < static_cast<int>(c.ec_data())) {
+    for (int i = 0; i < c.members_size() && i < static_cast<int>(c.ec_data()); ++i) {
+      pb::ChainMember* m = c.mutable_members(i);
+      if (m->state() != pb::MEMBER_OFFLINE || !heard(m->target_id())) continue;
+      m->set_state(pb::MEMBER_SERVING);
+      m->set_since_ms(now_ms);
+      SLOG_INFO(
+          "chain {}: target {} is back and serves data position {} as it is (fewer than {} "
+          "positions serve, so none can be rebuilt)",
+          cid, m->target_id(), i, c.ec_data());
+      changed = true;
+    }
+  }
+
   // 3. Finished moves: the newcomer serves, so the member it replaces goes.
   for (int i = c.moves_size() - 1; i >= 0; --i) {
     const pb::ChainMove& mv = c.moves(i);

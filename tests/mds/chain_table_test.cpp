@@ -482,6 +482,34 @@ TEST_F(ChainTableTest, EcChainWithAnOfflinePositionTakesNoNewFile) {
   EXPECT_TRUE(table_->pick(ec(2, 1), 1, views({1, 2, 3}, {2})).empty());
 }
 
+// An EC chain with fewer than K members serving can rebuild nobody (a
+// rebuild reads K others): data members that return are taken back
+// serving as they are (nothing is written to a data position while its
+// member is away), and a parity member, which missed the deltas of writes
+// meanwhile, syncs once K serve.
+TEST_F(ChainTableTest, EcDataMembersReturnServingWhenFewerThanKServe) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
+  ASSERT_EQ(m.size(), 3u);
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1], m[2]}), kNow));  // data 1 and parity die
+  ASSERT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_OFFLINE);
+  ASSERT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_OFFLINE);
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));  // both return
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_SYNCING);
+}
+
+// With K members serving, a returning data member syncs as before.
+TEST_F(ChainTableTest, EcDataMemberSyncsWhenKServe) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  const auto m = members(chain(cid));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0]}), kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));
+  EXPECT_EQ(state_of(chain(cid), m[0]), pb::MEMBER_SYNCING);
+}
+
 TEST_F(ChainTableTest, EcPlacementRotatesOverEveryFirstPosition) {
   ASSERT_TRUE(*table_->form(ec(4, 2), {1, 2, 3, 4, 5, 6}, kNow));
   std::map<uint32_t, int> first;
