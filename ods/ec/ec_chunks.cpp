@@ -123,6 +123,7 @@ EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forw
     std::unique_lock lk(mu);
     while (!cv.wait_for(lk, stop, std::chrono::seconds(1), [] { return false; })) {
       if (stop.stop_requested()) break;
+      note_unsent();
       send_expired();
     }
   });
@@ -290,6 +291,44 @@ void EcChunks::keep_pending(const pb::ChunkRef& ref, uint64_t v, uint64_t at, ui
   d.since = std::chrono::steady_clock::now();
   d.ref = ref;
   (void)kept_.put(key, std::move(d));
+}
+
+void EcChunks::note_unsent() {
+  for (const ChainPlace& place : view_.places()) {
+    if (!place.ec || place.state != proto::mds::MEMBER_SERVING ||
+        place.ec_position >= place.ec_data || !noted_chains_.insert(place.chain_id).second) {
+      continue;
+    }
+    std::optional<ChunkKey> after;
+    for (;;) {
+      auto page = chained_.chunks().index().list(place.chain_id, after, kNotePage);
+      if (!page.ok()) {
+        SLOG_WARN("EC chain {} on target {}: listing its chunks for updates not sent: {}",
+                  place.chain_id, view_.own_id(), page.status().ToString());
+        noted_chains_.erase(place.chain_id);  // the next sweep tries again
+        break;
+      }
+      for (const auto& [key, rec] : *page) {
+        if (!rec.dirty() || rec.incomplete || key.position != place.ec_position) continue;
+        KeptDelta marker;
+        marker.version = rec.version;
+        marker.since = std::chrono::steady_clock::now() - kResendAfter;
+        marker.ref.set_chain_id(place.chain_id);
+        marker.ref.set_chain_version(place.version);
+        marker.ref.set_ino(key.ino);
+        marker.ref.set_slot(key.slot);
+        marker.ref.set_position(key.position);
+        marker.ref.set_truncate_seq(rec.truncate_seq);
+        SLOG_INFO(
+            "{}: its update {} was not known applied at every parity position when this "
+            "server began to serve it; its delta is rebuilt and sent",
+            name_of(marker.ref), version_text(rec.version));
+        (void)kept_.put(key, std::move(marker));
+      }
+      if (page->size() < kNotePage) break;
+      after = page->back().first;
+    }
+  }
 }
 
 void EcChunks::send_expired() {
@@ -767,7 +806,9 @@ Status EcChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req, const Ch
                       net::PoolBuffer buf, pb::ReadReply& resp) {
   const std::string what = "EC read of " + name_of(req.ref());
   SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
-  if (place.state != proto::mds::MEMBER_SERVING) {
+  const bool held_copy = req.held_copy() && place.state == proto::mds::MEMBER_SYNCING &&
+                         place.ec_position < place.ec_data;
+  if (place.state != proto::mds::MEMBER_SERVING && !held_copy) {
     return Status::NotServing(what + ": target " + std::to_string(view_.own_id()) +
                               " is being rebuilt in the chain (version " +
                               std::to_string(place.version) + "); read the other positions");

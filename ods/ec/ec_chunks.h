@@ -63,6 +63,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -96,6 +97,8 @@ class EcChunks {
   // A held delta whose commit did not come in this long is sent anyway.
   static constexpr auto kHoldTimeout = std::chrono::seconds(3);
   static constexpr auto kResendAfter = std::chrono::seconds(1);
+  // Local index entries listed per page by note_unsent().
+  static constexpr size_t kNotePage = 1024;
 
   // At a data position (ec_hold: held for a commit), or the client's
   // parity bytes of a full group at a parity position (ec_group_versions).
@@ -203,6 +206,11 @@ class EcChunks {
   // parity stays behind the data for good, and no degraded read or
   // rebuild of another position of the group finds a consistent cut).
   void send_expired();
+  // Once per EC chain where this server is a SERVING data position (from
+  // its start): its chunks left dirty (an update whose delta was under way
+  // when the server stopped, or it was taken back serving as it is) get a
+  // marker, so the sweeper completes them without waiting for a write.
+  void note_unsent();
 
   ChainedChunks& chained_;
   ChainView& view_;
@@ -212,7 +220,8 @@ class EcChunks {
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
   EcRebuild rebuild_;     // uses codec(): stopped before codecs_ go
-  std::jthread sweeper_;  // last: stopped and joined first
+  std::set<uint32_t> noted_chains_;  // note_unsent()'s, on the sweeper thread
+  std::jthread sweeper_;             // last: stopped and joined first
 };
 
 // WrongTarget unless ref names the position this member holds in place's

@@ -405,9 +405,16 @@ Status EcRebuild::resend_lost(const ChainPlace& place, const ChunkKey& key,
                               const ChunkRecord& rec) {
   const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
+  // The other positions that serve, and SYNCING data positions for the
+  // copies they hold (checked against the versions the parity names):
+  // after a whole restart the other data members may be syncing, and
+  // their syncs wait for this update to be completed.
   std::vector<uint32_t> sources;
   for (uint32_t i = 0; i < n; ++i) {
-    if (i != p && place.ec_members[i].state == mpb::MEMBER_SERVING) sources.push_back(i);
+    const auto state = place.ec_members[i].state;
+    if (i != p && (state == mpb::MEMBER_SERVING || (i < k && state == mpb::MEMBER_SYNCING))) {
+      sources.push_back(i);
+    }
   }
   // What every SERVING parity position applied of p. A SYNCING one cannot
   // be read; it is sent the delta whenever one is: it applies it in turn,

@@ -26,6 +26,7 @@ Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace
   ref->set_slot(key.slot);
   ref->set_position(position);
   req.set_offset(off);
+  req.set_held_copy(true);
   req.set_length(dst.size());
   net::BulkRegion region{dst.data(), dst.size(), net::BulkAccess::kServerPush};
   proto::ods::ReadReply resp;

@@ -17,6 +17,13 @@
 //   not be refused for the delta it no longer holds: every parity position
 //   left in the chain applied it, so the update is committed and the
 //   write goes on.
+// * Left dirty at a data server taken back serving as it is: as in the
+//   first case, but the servers of data position 1 and parity position 2
+//   go too, so fewer than K = 2 positions serve and the MDS takes the data
+//   servers back as they are (no rebuild). Position 0's server must find
+//   its update not known everywhere by itself (no write comes) and send
+//   parity position 3 its delta; otherwise scrub finds position 3's
+//   versions behind the data.
 //
 // Each time the file then holds the written bytes and every parity window
 // is consistent.
@@ -78,6 +85,33 @@ TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
   // the client's retry at the returned server; the bytes are written
   // either way: position 2 holds their delta, so the update is completed.
   SCOPED_TRACE("the write returned " + wrote.ToString());
+  ASSERT_NO_FATAL_FAILURE(wait_healthy(std::chrono::seconds(60)));
+  model_.replace(at, w.size(), w);
+  EXPECT_EQ(differs(), "");
+  EXPECT_EQ(scrub_finds(), "");
+}
+
+TEST_F(EcLostDelta, DataPositionTakenBackAsItIsCompletesItsUpdate) {
+  const int d0 = server_of(0), d1 = server_of(1), p2 = server_of(2), p3 = server_of(3);
+  ASSERT_TRUE(d0 >= 0 && d1 >= 0 && p2 >= 0 && p3 >= 0);
+  const pid_t p3_pid = cluster_->ods_pid(p3);
+  ASSERT_TRUE(stop_process(p3_pid)) << "could not stop the server of parity position 3";
+  const std::string w = random_bytes(kUnit / 2, 10);
+  const uint64_t at = kGroup;
+  Status wrote;
+  std::thread writer = write_async(*cluster_, io_timeout_ms(), at, w, &wrote);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Status killed = cluster_->kill_ods(d0);
+  ::kill(p3_pid, SIGCONT);
+  ASSERT_TRUE(killed.ok()) << killed.ToString();
+  writer.join();  // fails: its data server is gone, and position 0 does not come back in time
+  ASSERT_TRUE(cluster_->kill_ods(d1).ok());
+  ASSERT_TRUE(cluster_->kill_ods(p2).ok());
+  ASSERT_NO_FATAL_FAILURE(wait_serving(1, std::chrono::seconds(30)));
+  ASSERT_TRUE(cluster_->start_ods(d0).ok());
+  ASSERT_TRUE(cluster_->start_ods(d1).ok());
+  ASSERT_NO_FATAL_FAILURE(wait_serving(3, std::chrono::seconds(30)));
+  ASSERT_TRUE(cluster_->start_ods(p2).ok());
   ASSERT_NO_FATAL_FAILURE(wait_healthy(std::chrono::seconds(60)));
   model_.replace(at, w.size(), w);
   EXPECT_EQ(differs(), "");
