@@ -319,11 +319,14 @@ void EcChunks::note_unsent() {
         marker.ref.set_slot(key.slot);
         marker.ref.set_position(key.position);
         marker.ref.set_truncate_seq(rec.truncate_seq);
-        SLOG_INFO(
-            "{}: its update {} was not known applied at every parity position when this "
-            "server began to serve it; its delta is rebuilt and sent",
-            name_of(marker.ref), version_text(rec.version));
-        (void)kept_.put(key, std::move(marker));
+        const std::string name = name_of(marker.ref);
+        // A chunk with anything kept is under way (a failed or held delta).
+        if (kept_.mark_if_none(key, std::move(marker))) {
+          SLOG_INFO(
+              "{}: its update {} was not known applied at every parity position when this "
+              "server began to serve it; its delta is rebuilt and sent",
+              name, version_text(rec.version));
+        }
       }
       if (page->size() < kNotePage) break;
       after = page->back().first;

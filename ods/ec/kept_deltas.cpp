@@ -34,6 +34,18 @@ bool KeptDeltas::put(const ChunkKey& key, KeptDelta d) {
   return true;
 }
 
+bool KeptDeltas::mark_if_none(const ChunkKey& key, KeptDelta d) {
+  std::lock_guard lk(mu_);
+  auto& versions = by_key_[key];
+  if (!versions.empty()) return false;
+  d.delta.reset();
+  d.length = 0;
+  d.held = false;
+  const uint64_t v = d.version;
+  versions.emplace(v, std::move(d));  // a marker: not counted
+  return true;
+}
+
 KeptDelta KeptDeltas::take(const ChunkKey& key, uint64_t v) {
   std::lock_guard lk(mu_);
   KeptDelta out;

@@ -42,6 +42,10 @@ class KeptDeltas {
   // marker without the delta is kept (take() returns it without one, and
   // due() lists it for the sweeper, which has the delta rebuilt).
   bool put(const ChunkKey& key, KeptDelta d);
+  // Keeps d (without its delta) only when nothing is kept for key: a
+  // chunk found dirty by a scan, whose update may as well be on its way
+  // or held for a commit. Whether it was kept.
+  bool mark_if_none(const ChunkKey& key, KeptDelta d);
   // Takes key's update v, or a KeptDelta without delta when none is kept;
   // drops any older one of key (sent already).
   KeptDelta take(const ChunkKey& key, uint64_t v);

@@ -93,9 +93,10 @@ class EcSmallGroup : public ::testing::Test {
   void wait_healthy(std::chrono::seconds most = std::chrono::seconds(180)) {
     wait_serving(4, most);
   }
-  // Waits until every chain serves on `positions` positions.
+  // Waits until every chain serves on `positions` positions (most: in a
+  // build without sanitizers).
   void wait_serving(int positions, std::chrono::seconds most) {
-    const auto give_up = std::chrono::steady_clock::now() + most;
+    const auto give_up = std::chrono::steady_clock::now() + sanitizer_scaled(most);
     for (;;) {
       std::string out;
       ASSERT_EQ(run_surgectl(*cluster_, "--json chains", &out), 0) << out;

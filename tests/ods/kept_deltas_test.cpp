@@ -102,6 +102,18 @@ TEST(KeptDeltas, AFailedDeltaOverTheLimitLeavesAMarkerTheSweeperFinds) {
   EXPECT_FALSE(k.put(kB, delta(5, 1, false)));  // kA still fills the one place
 }
 
+// A scan's marker never replaces a delta kept or held for the chunk.
+TEST(KeptDeltas, AMarkIsKeptOnlyWhenNothingIsKeptForTheChunk) {
+  KeptDeltas k(16);
+  ASSERT_TRUE(k.put(kA, delta(5, 10, true)));  // held for a commit
+  EXPECT_FALSE(k.mark_if_none(kA, delta(5, 1, false)));
+  EXPECT_NE(k.take(kA, 5).delta, nullptr);
+  EXPECT_TRUE(k.mark_if_none(kB, delta(3, 1, false)));
+  KeptDelta got = k.take(kB, 3);
+  EXPECT_EQ(got.version, 3u);
+  EXPECT_EQ(got.delta, nullptr);
+}
+
 // A failed delta is due after the shorter wait: nobody may write the chunk
 // again to send it.
 TEST(KeptDeltas, DueNamesAFailedDeltaAfterItsOwnWait) {
