@@ -11,19 +11,21 @@
 //   versions of position 0. When its server returns, its rebuild must
 //   complete the update (send position 3 the delta, rebuilt as the XOR of
 //   both versions) and serve again.
+// * Left dirty at a data server taken back serving as it is: as in the
+//   first case, but the servers of data position 1 and parity position 2
+//   go too, so fewer than K = 2 positions serve and the MDS takes the data
+//   servers back as they are (no rebuild). Position 0's server must find
+//   its update not known everywhere by itself (no write comes) and send
+//   parity position 3 its delta, reading data position 1's copy while
+//   that server syncs; otherwise position 1's rebuild finds no consistent
+//   cut (position 3 names the version before position 0's) and the chain
+//   never heals.
 // * Not kept by a data server that stays up ([ec] kept_deltas = 0): parity
 //   position 3's server is SIGKILLed, so a write's delta fails there and
 //   the data server keeps only a marker of it. The client's retry must
 //   not be refused for the delta it no longer holds: every parity position
 //   left in the chain applied it, so the update is committed and the
 //   write goes on.
-// * Left dirty at a data server taken back serving as it is: as in the
-//   first case, but the servers of data position 1 and parity position 2
-//   go too, so fewer than K = 2 positions serve and the MDS takes the data
-//   servers back as they are (no rebuild). Position 0's server must find
-//   its update not known everywhere by itself (no write comes) and send
-//   parity position 3 its delta; otherwise scrub finds position 3's
-//   versions behind the data.
 //
 // Each time the file then holds the written bytes and every parity window
 // is consistent.
