@@ -35,6 +35,12 @@ Status WriteBehind::take_error(FileImpl& f) {
   return st.write_error;
 }
 
+Status WriteBehind::peek_error(const FileImpl& f) {
+  InodeState& st = *f.state;
+  std::lock_guard lk(st.mu);
+  return f.seen_error_seq == st.write_error_seq ? Status::OK() : st.write_error;
+}
+
 Result<size_t> WriteBehind::write(InodeState& st, const std::byte* buf, size_t len, uint64_t offset,
                                   std::unique_ptr<RegisteredBuffer>* owned,
                                   const std::function<void()>* on_accepted) {

@@ -42,6 +42,9 @@ class WriteBehind {
   // The failure of an earlier write in flight not yet reported to this
   // handle, once (then OK again for it).
   Status take_error(FileImpl& f);
+  // The same failure, left to be reported again (a flush's: see
+  // ClientImpl::flush).
+  Status peek_error(const FileImpl& f);
 
  private:
   // st.wb_mu held by `wl`; may wait (releasing it) for the oldest write's send.

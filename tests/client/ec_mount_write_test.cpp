@@ -7,6 +7,7 @@
 // error went to the release of a reader's descriptor.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -122,6 +123,31 @@ TEST(EcMountWrite, AnotherDescriptorsCloseDoesNotTakeTheError) {
   ASSERT_TRUE(e.cluster->kill_ods(e.victim).ok());
   const ssize_t w = ::pwrite(fd, new_bytes.data(), new_bytes.size(), 8192);
   (void)::close(other);  // its FLUSH waits for the write in flight
+  const int synced = w < 0 ? -1 : ::fsync(fd);
+  (void)::close(fd);
+  EXPECT_TRUE(w < 0 || synced != 0)
+      << "the write and its fsync both returned success; the write never landed";
+}
+
+// The writer forks (a shell running a command, a build tool): the child
+// inherits the descriptor, and its exit closes it, which sends the mount a
+// FLUSH for it. That FLUSH waits for the write in flight and sees it fail,
+// but must leave the error to the writer, whose fsync reports it. Found by
+// surge-stress, whose `surgectl` children's exits took the workers' errors.
+TEST(EcMountWrite, AForkedChildsExitDoesNotTakeTheError) {
+  const std::string old_bytes(2 * kUnit, 'a');
+  EcFile e;
+  ASSERT_NO_FATAL_FAILURE(make_ec_file(&e, old_bytes));
+  int fd = ::open(e.path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  const std::string new_bytes(4096, 'b');
+  ASSERT_TRUE(e.cluster->kill_ods(e.victim).ok());
+  const ssize_t w = ::pwrite(fd, new_bytes.data(), new_bytes.size(), 8192);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0) << std::strerror(errno);
+  if (child == 0) ::_exit(0);  // closes its copy of fd: a FLUSH
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
   const int synced = w < 0 ? -1 : ::fsync(fd);
   (void)::close(fd);
   EXPECT_TRUE(w < 0 || synced != 0)

@@ -326,7 +326,8 @@ class Client {
   virtual void set_read_ahead(File& f, size_t bytes) = 0;
   // Data durable on the data servers, size recorded at the MDS.
   virtual Status fsync(File& f, bool data_only = false) = 0;
-  // Size recorded at the MDS (close-to-open).
+  // Size recorded at the MDS (close-to-open). Reports a write-behind
+  // failure without clearing it (fsync and close report it once more).
   virtual Status flush(File& f) = 0;
   // flush, then tell the MDS this client no longer holds the file open.
   virtual Status close(FileRef f) = 0;
