@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
 #include "ods/chain/chunk_lives.h"
+#include "ods/ec/position_reads.h"
 
 namespace surge::ods {
 namespace {
@@ -313,11 +314,7 @@ void EcChunks::note_unsent() {
         KeptDelta marker;
         marker.version = rec.version;
         marker.since = std::chrono::steady_clock::now() - kResendAfter;
-        marker.ref.set_chain_id(place.chain_id);
-        marker.ref.set_chain_version(place.version);
-        marker.ref.set_ino(key.ino);
-        marker.ref.set_slot(key.slot);
-        marker.ref.set_position(key.position);
+        marker.ref = ref_in_chain(place, key);
         marker.ref.set_truncate_seq(rec.truncate_seq);
         const std::string name = name_of(marker.ref);
         // A chunk with anything kept is under way (a failed or held delta).
@@ -508,12 +505,7 @@ Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, Chu
 Status EcChunks::send_lost_delta(const ChainPlace& place, const ChunkKey& key, uint64_t at,
                                  std::span<const std::byte> delta, uint64_t v,
                                  uint64_t truncate_seq, uint64_t skip) {
-  pb::ChunkRef ref;
-  ref.set_chain_id(place.chain_id);
-  ref.set_chain_version(place.version);
-  ref.set_ino(key.ino);
-  ref.set_slot(key.slot);
-  ref.set_position(key.position);
+  const pb::ChunkRef ref = ref_in_chain(place, key);
   const std::string what = "delta of " + name_of(ref) + " at " + version_text(v);
   auto buf = pool_.acquire(delta.size(), std::chrono::seconds(30));
   if (!buf.ok()) return buf.status().WithContext(what);

@@ -38,16 +38,6 @@ constexpr size_t kProbeBytes = 4096;
 constexpr auto kRetryFirst = std::chrono::seconds(1);
 constexpr auto kRetryMost = std::chrono::seconds(16);
 
-pb::ChunkRef ref_of(const ChainPlace& place, const ChunkKey& key) {
-  pb::ChunkRef ref;
-  ref.set_chain_id(place.chain_id);
-  ref.set_chain_version(place.version);
-  ref.set_ino(key.ino);
-  ref.set_slot(key.slot);
-  ref.set_position(key.position);
-  return ref;
-}
-
 std::string target_text(const ChainPlace& place, uint32_t position) {
   const auto& m = place.ec_members[position];
   return "target " + std::to_string(m.target_id) + " at " + m.address;
@@ -180,7 +170,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
   if (sources.size() < k) return too_few_serve(place, sources.size());
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
-  const pb::ChunkRef ref = ref_of(place, key);
+  const pb::ChunkRef ref = ref_in_chain(place, key);
   Buffers bufs(n, std::vector<std::byte>(kWindow));
   for (int attempt = 0; attempt < kParityAttempts; ++attempt) {
     SURGE_ASSIGN_OR_RETURN(Cut cut, cut_window(place, key, *rs, sources, 0, std::nullopt, bufs));
@@ -484,7 +474,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   if (sources.size() < k) return too_few_serve(place, sources.size());
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
-  const pb::ChunkRef ref = ref_of(place, key);
+  const pb::ChunkRef ref = ref_in_chain(place, key);
   Buffers bufs(n, std::vector<std::byte>(kWindow));
   std::optional<uint64_t> target;  // the version every parity copy names for p
   uint64_t truncated = 0;          // the truncate generation p had applied, as parity knows it

@@ -8,6 +8,16 @@
 
 namespace surge::ods {
 
+proto::ods::ChunkRef ref_in_chain(const ChainPlace& place, const ChunkKey& key) {
+  proto::ods::ChunkRef ref;
+  ref.set_chain_id(place.chain_id);
+  ref.set_chain_version(place.version);
+  ref.set_ino(key.ino);
+  ref.set_slot(key.slot);
+  ref.set_position(key.position);
+  return ref;
+}
+
 Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace& place,
                                      uint32_t position, const ChunkKey& key, uint64_t off,
                                      std::span<std::byte> dst) {
@@ -18,13 +28,8 @@ Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace
                            " at " + m.address;
   SURGE_ASSIGN_OR_RETURN(auto ch, forwarder.channel(m.address));
   proto::ods::ReadRequest req;
-  auto* ref = req.mutable_ref();
-  ref->set_target_id(m.target_id);
-  ref->set_chain_id(place.chain_id);
-  ref->set_chain_version(place.version);
-  ref->set_ino(key.ino);
-  ref->set_slot(key.slot);
-  ref->set_position(position);
+  *req.mutable_ref() = ref_in_chain(place, {key.ino, key.slot, position});
+  req.mutable_ref()->set_target_id(m.target_id);
   req.set_offset(off);
   req.set_held_copy(true);
   req.set_length(dst.size());

@@ -33,6 +33,11 @@ struct PositionWindow {
   }
 };
 
+// The ref of chunk key of place's chain, under place's version, as a
+// member of the chain names it to another (no target, no truncate
+// generation).
+proto::ods::ChunkRef ref_in_chain(const ChainPlace& place, const ChunkKey& key);
+
 // Reads [off, off + dst.size()) of chunk {key.ino, key.slot, position}
 // from the member of `position` in place's chain, under place's version.
 // Errors name the position, its target and address.

@@ -41,8 +41,6 @@
 namespace surge::test {
 namespace {
 
-using EcLostDelta = EcSmallGroup;
-
 // Writes `bytes` at `at` of /ec/f through a client of its own, with an
 // fsync; *out: how it ended.
 std::thread write_async(const LocalCluster& cluster, int io_timeout_ms, uint64_t at,
@@ -64,23 +62,37 @@ std::thread write_async(const LocalCluster& cluster, int io_timeout_ms, uint64_t
   });
 }
 
-TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
-  const int d0 = server_of(0), p3 = server_of(3);
-  ASSERT_GE(d0, 0);
-  ASSERT_GE(p3, 0);
-  const pid_t p3_pid = cluster_->ods_pid(p3);
-  ASSERT_TRUE(stop_process(p3_pid)) << "could not stop the server of parity position 3";
+class EcLostDelta : public EcSmallGroup {
+ protected:
+  // Parity position 3's server is stopped, `w` is written at `at` (data
+  // position 0) by a client of its own, and once position 2 has applied
+  // its delta position 0's server is SIGKILLed and position 3's let go on.
+  // *writer: the writing thread, still to be joined (*wrote: its end).
+  void lose_delta_mid_write(const std::string& w, uint64_t at, Status* wrote, std::thread* writer) {
+    const int d0 = server_of(0), p3 = server_of(3);
+    ASSERT_GE(d0, 0);
+    ASSERT_GE(p3, 0);
+    const pid_t p3_pid = cluster_->ods_pid(p3);
+    ASSERT_TRUE(stop_process(p3_pid)) << "could not stop the server of parity position 3";
+    *writer = write_async(*cluster_, io_timeout_ms(), at, w, wrote);
+    // Position 2 applies the delta at once; position 3 is stopped.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    Status killed = cluster_->kill_ods(d0);
+    ::kill(p3_pid, SIGCONT);
+    ASSERT_TRUE(killed.ok()) << killed.ToString();
+  }
+};
 
+TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
   // Half a unit at the start of data position 0's unit of group 1.
   const std::string w = random_bytes(kUnit / 2, 7);
   const uint64_t at = kGroup;
   Status wrote;
-  std::thread writer = write_async(*cluster_, io_timeout_ms(), at, w, &wrote);
-  // Position 2 applies the delta at once; position 3 is stopped.
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  Status killed = cluster_->kill_ods(d0);
-  ::kill(p3_pid, SIGCONT);
-  ASSERT_TRUE(killed.ok()) << killed.ToString();
+  std::thread writer;
+  lose_delta_mid_write(w, at, &wrote, &writer);
+  if (writer.joinable() && HasFatalFailure()) writer.join();
+  ASSERT_FALSE(HasFatalFailure());
+  const int d0 = server_of(0);
   ASSERT_TRUE(cluster_->start_ods(d0).ok());
   writer.join();
   // The write may fail (its server died under it) or be acknowledged by
@@ -94,18 +106,15 @@ TEST_F(EcLostDelta, ReturningDataPositionCompletesTheUpdateItWasSending) {
 }
 
 TEST_F(EcLostDelta, DataPositionTakenBackAsItIsCompletesItsUpdate) {
-  const int d0 = server_of(0), d1 = server_of(1), p2 = server_of(2), p3 = server_of(3);
-  ASSERT_TRUE(d0 >= 0 && d1 >= 0 && p2 >= 0 && p3 >= 0);
-  const pid_t p3_pid = cluster_->ods_pid(p3);
-  ASSERT_TRUE(stop_process(p3_pid)) << "could not stop the server of parity position 3";
+  const int d0 = server_of(0), d1 = server_of(1), p2 = server_of(2);
+  ASSERT_TRUE(d0 >= 0 && d1 >= 0 && p2 >= 0);
   const std::string w = random_bytes(kUnit / 2, 10);
   const uint64_t at = kGroup;
   Status wrote;
-  std::thread writer = write_async(*cluster_, io_timeout_ms(), at, w, &wrote);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  Status killed = cluster_->kill_ods(d0);
-  ::kill(p3_pid, SIGCONT);
-  ASSERT_TRUE(killed.ok()) << killed.ToString();
+  std::thread writer;
+  lose_delta_mid_write(w, at, &wrote, &writer);
+  if (writer.joinable() && HasFatalFailure()) writer.join();
+  ASSERT_FALSE(HasFatalFailure());
   writer.join();  // fails: its data server is gone, and position 0 does not come back in time
   ASSERT_TRUE(cluster_->kill_ods(d1).ok());
   ASSERT_TRUE(cluster_->kill_ods(p2).ok());
