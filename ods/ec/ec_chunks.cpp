@@ -110,14 +110,16 @@ EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forw
       forwarder_(forwarder),
       pool_(pool),
       kept_(kept_deltas),
-      rebuild_(
+      lagging_(
           chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
-          [this](const ChunkKey& key) { kept_.erase(key); },
           [this](const ChainPlace& place, const ChunkKey& key, uint64_t at,
                  std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
                  uint64_t skip) {
             return send_lost_delta(place, key, at, delta, v, truncate_seq, skip);
-          }) {
+          }),
+      rebuild_(
+          chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
+          [this](const ChunkKey& key) { kept_.erase(key); }, lagging_) {
   sweeper_ = std::jthread([this](std::stop_token stop) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -467,7 +469,7 @@ Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, Chu
     if (!p.delta && v == rec.version) {
       // Not kept (more failed at once than are kept): rebuilt from this
       // chunk's bytes and the group.
-      Status resent = rebuild_.resend_lost(place, key, rec);
+      Status resent = lagging_.resend_lost(place, key, rec);
       if (!resent.ok()) {
         // Still missing somewhere: the sweeper tries again.
         KeptDelta marker;

@@ -20,7 +20,7 @@
 //   kept_deltas failed ones, only a marker is kept, and the delta is
 //   rebuilt when sent: the XOR of the bytes held and of the chunk at the
 //   version the lagging parity positions applied, read from K others
-//   (EcRebuild::resend_lost). A data server that restarts is rebuilt
+//   (LaggingParity::resend_lost). A data server that restarts is rebuilt
 //   instead (EcRebuild), which completes such an update itself.
 // * A parity position applies a delta from source p under its chunk's
 //   update order, in p's version order: its record keeps, per data
@@ -78,6 +78,7 @@
 #include "ods/chain/chained_chunks.h"
 #include "ods/ec/ec_rebuild.h"
 #include "ods/ec/kept_deltas.h"
+#include "ods/ec/lagging_parity.h"
 
 namespace surge::ods {
 
@@ -173,8 +174,8 @@ class EcChunks {
   Status deliver(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                  uint64_t v, uint64_t truncate_seq, uint64_t at, std::span<const std::byte> delta,
                  bool sync, const std::string& what, uint64_t skip = 0);
-  // EcRebuild's: sends the delta of an update lost with this data
-  // position's last member (rebuilt from both versions) from a pool buffer.
+  // LaggingParity's: sends the delta of an update some parity positions
+  // missed (rebuilt from both versions) from a pool buffer.
   Status send_lost_delta(const ChainPlace& place, const ChunkKey& key, uint64_t at,
                          std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
                          uint64_t skip);
@@ -219,7 +220,8 @@ class EcChunks {
   KeptDeltas kept_;
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
-  EcRebuild rebuild_;     // uses codec(): stopped before codecs_ go
+  LaggingParity lagging_;            // uses codec()
+  EcRebuild rebuild_;                // uses codec() and lagging_: stopped before codecs_ go
   std::set<uint32_t> noted_chains_;  // note_unsent()'s, on the sweeper thread
   std::jthread sweeper_;             // last: stopped and joined first
 };

@@ -5,13 +5,13 @@
 #include <sys/uio.h>
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "common/log.h"
 #include "ods/chain/member_listing.h"
+#include "ods/ec/group_cut.h"
 #include "ods/ec/position_reads.h"
 
 namespace surge::ods {
@@ -26,12 +26,8 @@ constexpr auto kReportEvery = std::chrono::seconds(1);
 // end (see run()).
 constexpr auto kSettle = std::chrono::seconds(1);
 // A parity rebuild starts again when a data chunk moves on between its
-// windows; a data position's window waits for a consistent cut.
+// windows.
 constexpr int kParityAttempts = 5;
-constexpr int kCutAttempts = 100;
-constexpr auto kCutPause = std::chrono::milliseconds(10);
-// Bytes read of a parity chunk to learn what it applied.
-constexpr size_t kProbeBytes = 4096;
 // A pass that failed is tried again after this long, doubling to the
 // most (a rebuild that waits for a position to return is not retried
 // every second).
@@ -59,13 +55,13 @@ Status too_few_serve(const ChainPlace& place, size_t serving) {
 
 EcRebuild::EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
                      CodecOf codec, std::function<void(const ChunkKey&)> rebuilt,
-                     SendDelta send_delta)
+                     LaggingParity& lagging)
     : chained_(chained),
       view_(view),
       forwarder_(forwarder),
       codec_(std::move(codec)),
       on_rebuilt_(std::move(rebuilt)),
-      send_delta_(std::move(send_delta)) {}
+      lagging_(lagging) {}
 
 EcRebuild::~EcRebuild() {
   stop();
@@ -171,9 +167,10 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
   const pb::ChunkRef ref = ref_in_chain(place, key);
-  Buffers bufs(n, std::vector<std::byte>(kWindow));
+  PositionBuffers bufs = position_buffers(place);
   for (int attempt = 0; attempt < kParityAttempts; ++attempt) {
-    SURGE_ASSIGN_OR_RETURN(Cut cut, cut_window(place, key, *rs, sources, 0, std::nullopt, bufs));
+    SURGE_ASSIGN_OR_RETURN(GroupCut cut,
+                           read_cut(forwarder_, place, key, *rs, sources, 0, std::nullopt, bufs));
     const std::vector<uint64_t> versions = cut.versions;
     SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key, ref, false));
     if (found && !found->incomplete && !found->dirty() && found->applied_count == k &&
@@ -201,8 +198,9 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
       auto wrote = chunks.objects().write(rec.object_id, off, {&seg, 1}, false);
       if (!wrote.ok()) return wrote.status();
       off += cut.length;
-      if (cut.length < kWindow) break;
-      SURGE_ASSIGN_OR_RETURN(cut, cut_window(place, key, *rs, sources, off, std::nullopt, bufs));
+      if (cut.length < kCutWindow) break;
+      SURGE_ASSIGN_OR_RETURN(
+          cut, read_cut(forwarder_, place, key, *rs, sources, off, std::nullopt, bufs));
       // A data chunk that moved on between windows: read it all again.
       steady = cut.versions == versions;
       if (!steady) break;
@@ -226,244 +224,6 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_parity(const ChainPlace& place, co
                              std::to_string(kParityAttempts) + " times)");
 }
 
-Result<EcRebuild::Cut> EcRebuild::cut_window(const ChainPlace& place, const ChunkKey& key,
-                                             const ec::RsCodec& rs,
-                                             const std::vector<uint32_t>& sources, uint64_t off,
-                                             std::optional<uint64_t> of_p, Buffers& bufs) {
-  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
-  for (int attempt = 0; attempt < kCutAttempts; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(kCutPause);
-    std::vector<std::optional<PositionWindow>> got(n);
-    for (uint32_t i : sources) {
-      auto w = read_position(forwarder_, place, i, {key.ino, key.slot, i}, off, bufs[i]);
-      if (w.ok()) {
-        std::memset(bufs[i].data() + w->length, 0, kWindow - w->length);
-        got[i] = std::move(*w);
-      } else if (w.status().code() != Code::kChunkDirty) {
-        return w.status();
-      }
-    }
-    Cut cut;
-    if (p < k) {
-      // The versions of p the parity copies read name. Only p's own
-      // updates move them, and p takes none while this rebuild holds its
-      // update order, so copies that differ stay so: a write of p was
-      // under way when it was lost, its delta applied at some parity
-      // positions only.
-      for (uint32_t i : sources) {
-        if (i >= k && got[i]) cut.names[got[i]->applied_of(p)].set(i);
-      }
-      if (cut.names.empty()) continue;  // no parity copy read this time
-      if (of_p && cut.names.count(*of_p) == 0) {
-        return Status::Unavailable("the parity moved from version " + std::to_string(*of_p) +
-                                   " of data position " + std::to_string(p) +
-                                   " during its rebuild");
-      }
-      cut.version = of_p ? *of_p : cut.names.rbegin()->first;
-    }
-    // K copies at a consistent cut: the data copies read, then parity
-    // copies that name p at cut.version (a data p) and exactly the data
-    // copies' versions, and agree on those of the data positions not read.
-    ec::ChunkSet present;
-    cut.versions.assign(k, 0);
-    cut.truncates.assign(k, 0);
-    for (uint32_t i : sources) {
-      if (i < k && got[i]) {
-        present.set(i);
-        cut.versions[i] = got[i]->version;
-        cut.truncates[i] = got[i]->truncate_seq;
-      }
-    }
-    const ec::ChunkSet data_read = present;
-    bool named = false;  // cut.versions of the data positions not read come from parity
-    for (uint32_t i : sources) {
-      if (i < k || !got[i] || present.count() >= k) continue;
-      if (p < k && got[i]->applied_of(p) != cut.version) continue;
-      bool fits = true;
-      for (uint32_t q = 0; q < k; ++q) {
-        if (data_read.test(q)) {
-          fits = fits && got[i]->applied_of(q) == got[q]->version;
-        } else if (q != p && named) {
-          fits = fits && got[i]->applied_of(q) == cut.versions[q];
-        }
-      }
-      if (!fits) continue;
-      present.set(i);
-      for (uint32_t q = 0; q < k; ++q) {
-        if (data_read.test(q) || q == p || named) continue;
-        cut.versions[q] = got[i]->applied_of(q);
-        cut.truncates[q] = got[i]->applied_truncate_of(q);
-      }
-      named = true;
-      if (p < k) cut.truncated = std::max(cut.truncated, got[i]->applied_truncate_of(p));
-    }
-    if (present.count() < k) continue;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (present.test(i)) cut.length = std::max(cut.length, got[i]->length);
-    }
-    if (cut.length > 0) {
-      std::vector<uint8_t*> ptrs(n, nullptr);
-      for (uint32_t i = 0; i < n; ++i) {
-        if (present.test(i) || i == p) ptrs[i] = reinterpret_cast<uint8_t*>(bufs[i].data());
-      }
-      ec::ChunkSet want;
-      want.set(p);
-      SURGE_RETURN_IF_ERROR(rs.Reconstruct(ptrs, present, want, cut.length));
-    }
-    return cut;
-  }
-  return Status::Unavailable("no consistent cut of " + std::to_string(k) +
-                             " other positions at offset " + std::to_string(off) + " in " +
-                             std::to_string(kCutAttempts) + " tries");
-}
-
-Status EcRebuild::send_difference(const ChainPlace& place, const ChunkKey& key,
-                                  const ec::RsCodec& rs, const std::vector<uint32_t>& sources,
-                                  uint64_t older, uint64_t newer, uint64_t skip,
-                                  const NewerWindow& newer_window) {
-  const uint32_t n = place.ec_data + place.ec_parity, p = place.ec_position;
-  // p's bytes at both versions, window by window; their XOR is the delta
-  // the lagging positions never applied. It covers one lost update, so it
-  // spans at most what one update does (a pool buffer).
-  Buffers at_old(n, std::vector<std::byte>(kWindow));
-  std::map<uint64_t, std::vector<std::byte>> changed;  // window offset -> XOR
-  uint64_t first = UINT64_MAX, last = 0, truncated = 0;
-  for (uint64_t off = 0;; off += kWindow) {
-    SURGE_ASSIGN_OR_RETURN(auto hi, newer_window(off));
-    SURGE_ASSIGN_OR_RETURN(Cut lo, cut_window(place, key, rs, sources, off, older, at_old));
-    if (off == 0) truncated = hi.truncated;
-    const uint64_t len = std::max<uint64_t>(hi.bytes.size(), lo.length);
-    std::vector<std::byte> x(len);
-    for (uint64_t b = 0; b < len; ++b) {
-      x[b] = (b < hi.bytes.size() ? hi.bytes[b] : std::byte{0}) ^
-             (b < lo.length ? at_old[p][b] : std::byte{0});
-      if (x[b] != std::byte{0}) {
-        first = std::min(first, off + b);
-        last = off + b + 1;
-      }
-    }
-    if (last > off) changed.emplace(off, std::move(x));
-    if (len < kWindow) break;
-  }
-  // An update that wrote the bytes already there changes no parity byte,
-  // but its version must still reach the lagging positions.
-  if (first == UINT64_MAX) first = 0, last = 1;
-  std::vector<std::byte> delta(last - first);
-  for (const auto& [off, x] : changed) {
-    for (uint64_t b = 0; b < x.size(); ++b) {
-      if (off + b >= first && off + b < last) delta[off + b - first] = x[b];
-    }
-  }
-  SLOG_WARN(
-      "{} of EC chain {} on target {}: the update to version {} reached some parity positions "
-      "only (the others applied {}): sending its delta ({} bytes at offset {}) to them",
-      key.describe(), place.chain_id, view_.own_id(), newer, older, delta.size(), first);
-  return send_delta_(place, key, first, delta, newer, truncated, skip)
-      .WithContext("sending the delta of version " + std::to_string(newer) + " of " +
-                   key.describe() + " to the parity positions at " + std::to_string(older));
-}
-
-uint64_t EcRebuild::skip_all_but(const ChainPlace& place, const ec::ChunkSet& lagging) {
-  uint64_t skip = 0;
-  for (uint32_t i = place.ec_data; i < place.ec_data + place.ec_parity; ++i) {
-    if (!lagging.test(i)) skip |= uint64_t{1} << i;
-  }
-  return skip;
-}
-
-Status EcRebuild::roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
-                               const std::vector<uint32_t>& sources,
-                               const std::map<uint64_t, ec::ChunkSet>& names) {
-  const uint32_t n = place.ec_data + place.ec_parity, p = place.ec_position;
-  const uint64_t older = names.begin()->first, newer = names.rbegin()->first;
-  if (names.size() != 2) {
-    return Status::Unavailable("parity positions name " + std::to_string(names.size()) +
-                               " different versions of data position " + std::to_string(p) +
-                               "; one delta cannot bring them together");
-  }
-  // The newer bytes are rebuilt too: this member's own copy is not trusted.
-  Buffers at_new(n, std::vector<std::byte>(kWindow));
-  auto rebuilt_newer = [&](uint64_t off) -> Result<NewerBytes> {
-    SURGE_ASSIGN_OR_RETURN(Cut hi, cut_window(place, key, rs, sources, off, newer, at_new));
-    return NewerBytes{{at_new[p].data(), hi.length}, hi.truncated};
-  };
-  return send_difference(place, key, rs, sources, older, newer,
-                         skip_all_but(place, names.begin()->second), rebuilt_newer);
-}
-
-Status EcRebuild::resend_lost(const ChainPlace& place, const ChunkKey& key,
-                              const ChunkRecord& rec) {
-  const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
-  SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
-  // The other positions that serve, and SYNCING data positions for the
-  // copies they hold (checked against the versions the parity names):
-  // after a whole restart the other data members may be syncing, and
-  // their syncs wait for this update to be completed.
-  std::vector<uint32_t> sources;
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto state = place.ec_members[i].state;
-    if (i != p && (state == mpb::MEMBER_SERVING || (i < k && state == mpb::MEMBER_SYNCING))) {
-      sources.push_back(i);
-    }
-  }
-  // What every SERVING parity position applied of p. A SYNCING one cannot
-  // be read; it is sent the delta whenever one is: it applies it in turn,
-  // acknowledges it as applied, or leaves the chunk to its rebuild.
-  std::map<uint64_t, ec::ChunkSet> names;
-  std::vector<std::byte> probe(kProbeBytes);
-  for (uint32_t i : sources) {
-    if (i < k) continue;
-    Result<PositionWindow> w = Status::OK();
-    for (int attempt = 0; attempt < kCutAttempts; ++attempt) {
-      if (attempt > 0) std::this_thread::sleep_for(kCutPause);
-      w = read_position(forwarder_, place, i, {key.ino, key.slot, i}, 0, probe);
-      if (w.ok() || w.status().code() != Code::kChunkDirty) break;
-    }
-    if (!w.ok()) return w.status();
-    names[w->applied_of(p)].set(i);
-  }
-  ec::ChunkSet lagging;
-  std::optional<uint64_t> older;
-  for (const auto& [v, at] : names) {
-    if (v == rec.version) continue;
-    if (older || v > rec.version) {
-      return Status::Unavailable("parity positions name versions " + std::to_string(v) +
-                                 " of data position " + std::to_string(p) + " beside its " +
-                                 std::to_string(rec.version) +
-                                 "; one delta cannot bring them together");
-    }
-    older = v;
-    lagging = at;
-  }
-  // Every one applied it (the position it failed at has left the chain).
-  // A SYNCING parity position's rebuild reads this chunk as held, unless
-  // it rebuilt it before this update and then failed its delta without
-  // the chain moving: not handled, scrub would report it.
-  if (!older) return Status::OK();
-  for (uint32_t i = k; i < n; ++i) {
-    if (place.ec_members[i].state == mpb::MEMBER_SYNCING) lagging.set(i);
-  }
-  ChunkStore& chunks = chained_.chunks();
-  SURGE_ASSIGN_OR_RETURN(const uint64_t size, chunks.size(rec));
-  std::vector<std::byte> held(kWindow);
-  auto held_newer = [&](uint64_t off) -> Result<NewerBytes> {
-    const uint64_t len = off >= size ? 0 : std::min<uint64_t>(kWindow, size - off);
-    for (uint64_t done = 0; done < len;) {
-      SURGE_ASSIGN_OR_RETURN(
-          size_t got, chunks.objects().read(rec.object_id, off + done,
-                                            std::span<std::byte>(held).subspan(done, len - done)));
-      if (got == 0) {
-        std::memset(held.data() + done, 0, len - done);
-        break;
-      }
-      done += got;
-    }
-    return NewerBytes{{held.data(), len}, rec.truncate_seq};
-  };
-  return send_difference(place, key, *rs, sources, *older, rec.version,
-                         skip_all_but(place, lagging), held_newer);
-}
-
 Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, const ChunkKey& key,
                                                    bool rolled) {
   const uint32_t k = place.ec_data, n = k + place.ec_parity, p = place.ec_position;
@@ -475,13 +235,14 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
   SURGE_ASSIGN_OR_RETURN(const ec::RsCodec* rs, codec_(place));
   ChunkStore& chunks = chained_.chunks();
   const pb::ChunkRef ref = ref_in_chain(place, key);
-  Buffers bufs(n, std::vector<std::byte>(kWindow));
+  PositionBuffers bufs = position_buffers(place);
   std::optional<uint64_t> target;  // the version every parity copy names for p
   uint64_t truncated = 0;          // the truncate generation p had applied, as parity knows it
   std::optional<ChunkRecord> rec;
   uint64_t off = 0;
   for (;;) {
-    SURGE_ASSIGN_OR_RETURN(Cut cut, cut_window(place, key, *rs, sources, off, target, bufs));
+    SURGE_ASSIGN_OR_RETURN(GroupCut cut,
+                           read_cut(forwarder_, place, key, *rs, sources, off, target, bufs));
     if (cut.names.size() > 1) {
       // A write of p was under way when it was lost: its delta reached
       // some parity positions only. p's bytes at the newer version are in
@@ -493,7 +254,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
                                    std::to_string(cut.names.size()) + " versions of position " +
                                    std::to_string(p) + " after the missing delta was sent");
       }
-      SURGE_RETURN_IF_ERROR(roll_forward(place, key, *rs, sources, cut.names));
+      SURGE_RETURN_IF_ERROR(lagging_.roll_forward(place, key, sources, cut.names));
       return rebuild_data(place, key, true);
     }
     if (!target) {
@@ -526,7 +287,7 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
     auto wrote = chunks.objects().write(rec->object_id, off, {&seg, 1}, false);
     if (!wrote.ok()) return wrote.status();
     off += cut.length;
-    if (cut.length < kWindow) break;
+    if (cut.length < kCutWindow) break;
   }
   rec->incomplete = false;
   rec->version = rec->committed_version = *target;

@@ -27,8 +27,9 @@
 //   change during the rebuild. Parity positions that disagree on that
 //   version (a write of it was under way when it was lost, its delta
 //   applied at some of them only) are brought together first: the update
-//   is completed (roll forward) by sending the lagging ones its delta,
-//   rebuilt as the XOR of p's bytes at both versions.
+//   is completed (roll forward, LaggingParity) by sending the lagging ones
+//   its delta, rebuilt as the XOR of p's bytes at both versions. Cuts are
+//   read as group_cut.h says.
 // * The pass: list the chunks every SERVING member of the chain holds,
 //   rebuild each one not rebuilt yet, drop the local chunks nobody else
 //   holds (their file went while this member was away), list again for
@@ -44,34 +45,26 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
-#include <span>
-#include <vector>
 
-#include "common/ec/rs_codec.h"
 #include "common/status.h"
 #include "ods/chain/chain_forwarder.h"
 #include "ods/chain/chain_view.h"
 #include "ods/chain/chained_chunks.h"
 #include "ods/chain/poked_loop.h"
+#include "ods/ec/lagging_parity.h"
 
 namespace surge::ods {
 
 class EcRebuild {
  public:
-  using CodecOf = std::function<Result<const ec::RsCodec*>(const ChainPlace&)>;
-  // Sends a delta of this member's data chunk key (bytes at `at`, the
-  // chunk's version v, its truncate generation) to the parity positions
-  // of place's write chain not in skip (a mask of positions), and waits.
-  using SendDelta = std::function<Status(const ChainPlace& place, const ChunkKey& key, uint64_t at,
-                                         std::span<const std::byte> delta, uint64_t v,
-                                         uint64_t truncate_seq, uint64_t skip)>;
+  using CodecOf = LaggingParity::CodecOf;
   // codec: the codec of a chain's K+M; rebuilt: called (under the chunk's
   // update order) for each chunk rebuilt, so deltas kept for its old
-  // bytes go; send_delta: how a lost update's delta is sent (roll forward).
+  // bytes go; lagging: completes an update the parity got in part (roll
+  // forward).
   EcRebuild(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder, CodecOf codec,
-            std::function<void(const ChunkKey&)> rebuilt, SendDelta send_delta);
+            std::function<void(const ChunkKey&)> rebuilt, LaggingParity& lagging);
   ~EcRebuild();
   void start();
   void stop();
@@ -84,20 +77,10 @@ class EcRebuild {
   // Rebuilds key here from the other positions and marks it rebuilt.
   // The caller holds key's update order.
   Status rebuild(const ChainPlace& place, const ChunkKey& key);
-  // At a SERVING data position: key's last update (rec, its version
-  // v, not known applied at every parity position) has no kept delta any
-  // more. Sends the parity positions that applied the one before it the
-  // delta, the XOR of the bytes held here and of the chunk at that version
-  // rebuilt from K others; OK when every parity position has v then. The
-  // caller holds key's update order.
-  Status resend_lost(const ChainPlace& place, const ChunkKey& key, const ChunkRecord& rec);
   // Leaves key (not rebuilt, or missing a delta) to the pass: false when
   // the pass is closing and the caller must rebuild it now. The caller
   // holds key's update order.
   bool defer(const ChainPlace& place, const ChunkKey& key);
-
-  // Windows a chunk is read and rebuilt in.
-  static constexpr uint64_t kWindow = 1 << 20;
 
  private:
   struct Sync {
@@ -119,23 +102,6 @@ class EcRebuild {
 
   // (ino, slot) of chunks of a chain.
   using Keys = std::set<std::pair<uint64_t, uint32_t>>;
-  // One window per position.
-  using Buffers = std::vector<std::vector<std::byte>>;
-  // One window of this member's position p rebuilt from K others.
-  struct Cut {
-    uint64_t length = 0;  // bytes of p's window (0: past the end of every copy used)
-    // A data p: its version and truncate generation as the parity copies
-    // used name them, and every version of p the parity copies read named,
-    // with who named it.
-    uint64_t version = 0;
-    uint64_t truncated = 0;
-    std::map<uint64_t, ec::ChunkSet> names;
-    // Per data position (p's own: 0), the version and truncate generation
-    // of the cut: as read, or as the parity copies used name them.
-    std::vector<uint64_t> versions;
-    std::vector<uint64_t> truncates;
-  };
-
   // Every chain where this member syncs: list, wait, pass.
   void round();
   // One pass over place's chain, keys as listed before; reports done
@@ -157,41 +123,13 @@ class EcRebuild {
   Result<Rebuilt> rebuild_parity(const ChainPlace& place, const ChunkKey& key);
   // rolled: the parity positions were brought together once already.
   Result<Rebuilt> rebuild_data(const ChainPlace& place, const ChunkKey& key, bool rolled = false);
-  // Window `off` of this member's position p, into bufs[p], from the
-  // positions in sources at a consistent cut: the data copies read, then
-  // parity copies naming the data copies' versions (and, for a data p, p
-  // at of_p; nullopt: the newest version any names). Waits for a cut while
-  // copies are dirty or mid-write.
-  Result<Cut> cut_window(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
-                         const std::vector<uint32_t>& sources, uint64_t off,
-                         std::optional<uint64_t> of_p, Buffers& bufs);
-  // p's bytes at the newer of two versions, one window (valid until the
-  // next call), with p's truncate generation at that version.
-  struct NewerBytes {
-    std::span<const std::byte> bytes;
-    uint64_t truncated = 0;
-  };
-  using NewerWindow = std::function<Result<NewerBytes>(uint64_t off)>;
-  // Sends the parity positions not in skip the delta taking p from
-  // `older` (its bytes rebuilt from sources at a cut naming older) to
-  // `newer` (newer_window's bytes), as p's update at newer.
-  Status send_difference(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
-                         const std::vector<uint32_t>& sources, uint64_t older, uint64_t newer,
-                         uint64_t skip, const NewerWindow& newer_window);
-  // The mask of parity positions to skip when only `lagging` need a delta.
-  static uint64_t skip_all_but(const ChainPlace& place, const ec::ChunkSet& lagging);
-  // names (two versions of p, as parity positions name them): sends the
-  // positions naming the older one the delta to the newer.
-  Status roll_forward(const ChainPlace& place, const ChunkKey& key, const ec::RsCodec& rs,
-                      const std::vector<uint32_t>& sources,
-                      const std::map<uint64_t, ec::ChunkSet>& names);
 
   ChainedChunks& chained_;
   ChainView& view_;
   ChainForwarder& forwarder_;
   CodecOf codec_;
   std::function<void(const ChunkKey&)> on_rebuilt_;
-  SendDelta send_delta_;
+  LaggingParity& lagging_;
   std::mutex syncs_mu_;
   std::map<uint32_t, Sync> syncs_;  // by chain id
   // chain id -> the chain version a pass last finished under.
