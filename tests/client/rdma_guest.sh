@@ -72,7 +72,10 @@ fi
 run "$LIMIT" client_ec_io_test \
   --gtest_filter=EcIo.WholeGroupsAreEncodedByTheClient:EcIo.RandomOverwritesAndTruncatesMatchAModel
 run "$LIMIT" client_ec_degraded_test
-run "$LIMIT" client_native_test
+# Every libsurge case but one: the open/close/truncate race is the
+# client's own (200 rounds of a 4 MiB write, 84 of the test's 114 s in the
+# VM on a quiet host), not the transport's; it runs over TCP in main.
+run "$LIMIT" client_native_test --gtest_filter=-Native.OpensAndClosesOfOtherHandlesNeverUndoATruncate
 run "$LIMIT" client_two_mounts_test
 run "$LIMIT" client_metrics_dashboard_test
 if [ "$CHAINS" = chains ]; then
