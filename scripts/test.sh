@@ -33,8 +33,23 @@ export SURGE_TEST_JOBS=${SURGE_TEST_JOBS:-2}
 
 part_main() {
   local build=${SURGE_BUILD_DIR:-build}
+  # The deploy test's VM image (tests/deploy/rootfs.sh: debootstrap from
+  # the mirror, minutes of downloads and unpacking but little CPU) is made
+  # while the build compiles, when every test runs; deploy_test.sh then
+  # finds it cached. A failure here is only reported: the test makes the
+  # image again and fails loudly itself.
+  local image_pid=""
+  if [ $# -eq 0 ]; then
+    bash tests/deploy/rootfs.sh "${SURGE_DEPLOY_CACHE:-/var/cache/surge-deploy}" \
+      >/tmp/surge-deploy-image.log 2>&1 &
+    image_pid=$!
+  fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSURGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON
   cmake --build "$build" -j "$(nproc)"
+  if [ -n "$image_pid" ] && ! wait "$image_pid"; then
+    echo "test.sh: making the deploy test's VM image failed (deploy_vm_test tries again):" >&2
+    tail -20 /tmp/surge-deploy-image.log >&2
+  fi
   (cd "$build" && ctest --output-on-failure --timeout 900 -j "$SURGE_TEST_JOBS" "$@")
 }
 
