@@ -97,9 +97,20 @@ std::string ProcMonitor::fd_growth(int slack) const {
   // server restarted mid-run goes from 30 descriptors to its 200-odd
   // steady state as every client and chain lane reconnects): not growth.
   constexpr double kWarmupS = 10;
+  // Only incarnations that outlived the run are judged: their last sample
+  // is the final one, taken once IO stopped and the cluster healed. One
+  // killed mid-run may be cut off in a transient: on 7 Dec 2026 a data
+  // server SIGKILLed 10 s after another's restart and 6 s after the
+  // MDS's had 514-727 descriptors in its last third (386 in its first),
+  // as its peers had at the same moments; theirs fell back to 163-175 by
+  // the end.
+  double end = 0;
+  for (const auto& inc : all_) {
+    if (!inc.samples.empty()) end = std::max(end, inc.samples.back().t);
+  }
   std::string out;
   for (const auto& inc : all_) {
-    if (inc.samples.empty()) continue;
+    if (inc.samples.empty() || inc.samples.back().t < end) continue;
     std::vector<Sample> s;
     for (const Sample& x : inc.samples) {
       if (x.t - inc.samples.front().t >= kWarmupS) s.push_back(x);

@@ -35,10 +35,10 @@ class ProcMonitor {
   // A table of every incarnation: first, min, max and last RSS and
   // descriptors, and up to `points` RSS samples spread over its life.
   std::string table(int points) const;
-  // Incarnations whose descriptors grew without bound: over a life of at
-  // least 6 samples after its first 10 s (connections coming in), the
-  // fewest open in its last third exceeds the most open in its first third
-  // by more than `slack`. "" when none.
+  // Incarnations alive at the last sample whose descriptors grew without
+  // bound: over a life of at least 6 samples after its first 10 s
+  // (connections coming in), the fewest open in its last third exceeds
+  // the most open in its first third by more than `slack`. "" when none.
   std::string fd_growth(int slack) const;
   // Every sample as CSV (name,pid,t,rss_kib,fds).
   std::string csv() const;
