@@ -93,6 +93,10 @@ std::string ProcMonitor::table(int points) const {
 }
 
 std::string ProcMonitor::fd_growth(int slack) const {
+  return descriptor_growth(all_, slack);
+}
+
+std::string descriptor_growth(const std::vector<Incarnation>& all, int slack) {
   // A daemon's first seconds are its clients and peers connecting (a data
   // server restarted mid-run goes from 30 descriptors to its 200-odd
   // steady state as every client and chain lane reconnects): not growth.
@@ -105,11 +109,11 @@ std::string ProcMonitor::fd_growth(int slack) const {
   // as its peers had at the same moments; theirs fell back to 163-175 by
   // the end.
   double end = 0;
-  for (const auto& inc : all_) {
+  for (const auto& inc : all) {
     if (!inc.samples.empty()) end = std::max(end, inc.samples.back().t);
   }
   std::string out;
-  for (const auto& inc : all_) {
+  for (const auto& inc : all) {
     if (inc.samples.empty() || inc.samples.back().t < end) continue;
     std::vector<Sample> s;
     for (const Sample& x : inc.samples) {

@@ -48,6 +48,9 @@ class ProcMonitor {
   std::map<std::string, size_t> current_;  // name -> index in all_
 };
 
+// ProcMonitor::fd_growth over the incarnations in `all`.
+std::string descriptor_growth(const std::vector<Incarnation>& all, int slack);
+
 // VmRSS of pid in KiB and its open descriptors; false when it is gone.
 bool read_proc(pid_t pid, uint64_t* rss_kib, int* fds);
 // True when pid (a child) has exited; does not reap it.
