@@ -52,8 +52,9 @@ Result<GroupCut> read_cut(ChainForwarder& forwarder, const ChainPlace& place, co
                           const ec::RsCodec& rs, const std::vector<uint32_t>& sources, uint64_t off,
                           std::optional<uint64_t> of_p, PositionBuffers& bufs);
 
-// What a parity position of key applied of data position p (its first
-// bytes read, while a delta being applied there leaves it dirty).
+// The first window of key at parity position `position`, for the data
+// versions it names as applied (read again while a delta being applied
+// there leaves it dirty).
 Result<PositionWindow> probe_parity(ChainForwarder& forwarder, const ChainPlace& place,
                                     const ChunkKey& key, uint32_t position);
 
