@@ -143,7 +143,7 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_to(const ChainPlace& pl
     req.set_keep_size(u.keep_size);
   }
   SentForward sent;
-  sent.call = net::call_async<pb::OdsChainForward>(**ch, req, bulk);
+  sent.call = net::call_async<pb::OdsChainForward>(**ch, req, bulk, options_.forward_timeout);
   sent.channel = std::move(*ch);
   sent.lane_channel = lane_channel;
   sent.chain_id = place.chain_id;

@@ -49,7 +49,13 @@ struct ChunkUpdate {
 
 struct ChainForwarderOptions {
   std::string cluster_key;
+  // Whole-chunk sends and lists (resync), per piece.
   std::chrono::milliseconds call_timeout{10000};
+  // One update forwarded to the successor, its reply included. Below the
+  // clients' io attempt timeout: a stalled successor is reported by its
+  // predecessor (and taken out by the MDS) before the client gives up on
+  // the head, which only waits (OdsConfig::forward_timeout_ms).
+  std::chrono::milliseconds forward_timeout{3000};
   std::chrono::milliseconds buffer_wait{30000};
   // The peer's lanes: a forward to hop h goes on a connection of lane
   // of_hop(h), whole-chunk sends and lists on one of of_resync().

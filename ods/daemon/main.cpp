@@ -96,6 +96,7 @@ int run(const OdsConfig& cfg) {
   ChainForwarderOptions fo;
   fo.cluster_key = *key;
   fo.lanes = lanes;
+  fo.forward_timeout = std::chrono::milliseconds(cfg.forward_timeout_ms);
   ChainForwarder forwarder(**chunks, chains, (*server)->pool(), fo);
   ChainedChunks chained(**chunks, chains, forwarder);
   EcChunks ec(chained, chains, forwarder, (*server)->pool(), cfg.ec_kept_deltas);

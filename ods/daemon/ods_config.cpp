@@ -50,13 +50,22 @@ const config::ConfigTable<OdsConfig>& ods_config_table() {
              "per place in the chain (the head's successor, the next, ...), so members\n"
              "waiting on each other (each server is head of some chains and middle or\n"
              "tail of others) always leave the next one a thread: chains of up to\n"
-             "forward_lanes + 1 members never deadlock, longer ones may wait out a\n"
-             "10 s forward timeout under full load. Each lane has forward_threads\n"
+             "forward_lanes + 1 members never deadlock, longer ones may wait out the\n"
+             "forward timeout under full load. Each lane has forward_threads\n"
              "threads; the lanes take (2 * forward_lanes * forward_threads +\n"
              "worker_threads + 1) 1 MiB pool buffers on top of buffers_1m.",
              "", 1, 16},
             &OdsConfig::forward_lanes},
           F{{"server", "forward_threads", "", "", 1, 256}, &OdsConfig::forward_threads},
+          F{{"server", "forward_timeout_ms",
+             "How long a chain member waits for its successor to take an update. Then\n"
+             "it reports the successor to the MDS (which probes it and takes it out of\n"
+             "the chain if it does not answer) and the writer retries. Keep it below\n"
+             "the clients' io attempt timeout (half their io timeout, 5 s by default):\n"
+             "a client whose attempt runs out first reports the member it wrote to,\n"
+             "which was only waiting, and its retry meets the same stalled successor.",
+             "--forward-timeout-ms", 100, 600000},
+            &OdsConfig::forward_timeout_ms},
           F{{"server", "credits_per_connection", "Requests one connection may have in flight."},
             &OdsConfig::credits_per_connection},
           F{{"server", "handshake_timeout_ms",

@@ -28,6 +28,8 @@ struct OdsConfig {
   // chains of up to forward_lanes + 1 members never deadlock.
   uint32_t forward_lanes = 2;
   uint32_t forward_threads = 4;  // per lane
+  // How long a member waits for its successor (below clients' io attempts).
+  uint32_t forward_timeout_ms = 3000;
   uint32_t credits_per_connection = 128;
   uint32_t handshake_timeout_ms = 5000;
   uint32_t max_unauthenticated_connections = 256;  // 0: no limit

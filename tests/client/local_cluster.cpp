@@ -88,6 +88,14 @@ int scaled(int ms) { return sanitizer_scaled(transport() == "rdma" ? ms * 6 : ms
 // the client's or its chain peer's report well before either.
 int target_timeout(int ms) { return transport() == "rdma" ? ms * 6 : ms; }
 
+// How long a data server waits for its chain successor: below the tests'
+// io attempts (half of an 8 s io timeout, scaled alike under sanitizers),
+// so a stalled successor is its predecessor's to report. In the emulated
+// VM healthy forwards are slow; there it stays at the 10 s it always had.
+int forward_timeout() {
+  return transport() == "rdma" ? 10000 : sanitizer_scaled(3000);
+}
+
 // Bytes in a file now: where the new run's log starts.
 size_t log_size(const std::string& path) {
   std::error_code ec;
@@ -208,6 +216,7 @@ Status LocalCluster::start_ods(int i) {
   std::vector<std::string> argv = {bin, "--data-dir", ods_dir(i), "--listen", addr(ods_ports_[i]),
                                    "--mds", mds_address(), "--cluster-key-file", key_file_,
                                    "--log-level", "info", "--pool-1m-buffers", "16"};
+  argv.insert(argv.end(), {"--forward-timeout-ms", std::to_string(forward_timeout())});
   if (cfg_.ods_worker_threads > 0) {
     argv.insert(argv.end(), {"--worker-threads", std::to_string(cfg_.ods_worker_threads)});
   }
