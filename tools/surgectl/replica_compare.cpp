@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "common/status.h"
@@ -159,6 +160,9 @@ std::string difference(const std::vector<ChunkCopy>& copies) {
 // How many times a chunk found to differ is listed and compared again
 // before the difference is reported as it then stands.
 constexpr int kMaxAttempts = 3;
+// How long a chunk an update overlapped is left to settle before the next
+// attempt.
+constexpr std::chrono::milliseconds kSettlePause{200};
 
 // The chunk listed again on every member, one after another.
 Result<std::vector<ChunkCopy>> list_again(const std::vector<Member>& members,
@@ -292,20 +296,30 @@ ChainCompareResult compare_chain(const pb::Chain& chain, const pb::ClusterMap& m
     for (int attempt = 0;; ++attempt) {
       diff = difference(copies);
       at = 0;
+      bool changed_under_read = false;
       if (diff.empty() && compare_bytes && copies.front().size > 0) {
         auto d = first_difference(members, chain, k, copies.front().size);
-        if (!d.ok()) {
+        // A member that is not the chain's last serving one refuses a read
+        // an update overlaps (ChunkDirty): the chunk is being written (a
+        // roll-forward or resync after a failure goes on after clients
+        // stop), not inconsistent. List it again, as for a change.
+        changed_under_read =
+            !d.ok() && d.status().code() == Code::kChunkDirty && attempt < kMaxAttempts;
+        if (!d.ok() && !changed_under_read) {
           r.error = d.status().ToString();
           r.corrupt = d.status().code() == Code::kCorruption;
           return r;
         }
-        r.bytes_read += copies.front().size * members.size();
-        if (*d) {
-          diff = "bytes";
-          at = **d;
+        if (d.ok()) {
+          r.bytes_read += copies.front().size * members.size();
+          if (*d) {
+            diff = "bytes";
+            at = **d;
+          }
         }
       }
-      if (diff.empty() || attempt == kMaxAttempts) break;
+      if (changed_under_read) std::this_thread::sleep_for(kSettlePause);
+      if ((diff.empty() && !changed_under_read) || attempt == kMaxAttempts) break;
       // The chunk may have changed between the listing and now (a write,
       // or a removal or truncate the MDS's leader applies in the
       // background, even on a quiet cluster): list it again on every
@@ -317,7 +331,7 @@ ChainCompareResult compare_chain(const pb::Chain& chain, const pb::ClusterMap& m
         r.corrupt = again.status().code() == Code::kCorruption;
         return r;
       }
-      if (same_states(*again, copies)) break;
+      if (!changed_under_read && same_states(*again, copies)) break;
       copies = std::move(*again);
     }
     for (const auto& c : copies) r.bytes_compared += c.size;
