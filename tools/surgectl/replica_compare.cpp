@@ -160,8 +160,10 @@ std::string difference(const std::vector<ChunkCopy>& copies) {
 // How many times a chunk found to differ is listed and compared again
 // before the difference is reported as it then stands.
 constexpr int kMaxAttempts = 3;
-// How long a chunk an update overlapped is left to settle before the next
-// attempt.
+// How long a chunk found to differ (or refused to a read) is left before
+// it is listed again: an update in flight (a removal or truncate the MDS
+// applies at the head, which forwards it) ends well within it, while a
+// real difference stays.
 constexpr std::chrono::milliseconds kSettlePause{200};
 
 // The chunk listed again on every member, one after another.
@@ -318,13 +320,15 @@ ChainCompareResult compare_chain(const pb::Chain& chain, const pb::ClusterMap& m
           }
         }
       }
-      if (changed_under_read) std::this_thread::sleep_for(kSettlePause);
       if ((diff.empty() && !changed_under_read) || attempt == kMaxAttempts) break;
       // The chunk may have changed between the listing and now (a write,
       // or a removal or truncate the MDS's leader applies in the
-      // background, even on a quiet cluster): list it again on every
-      // member, close together. A difference is reported only when two
-      // listings in a row agree on every copy's state.
+      // background, even on a quiet cluster): after a pause, list it again
+      // on every member, close together. A difference is reported only
+      // when two listings in a row agree on every copy's state. Without
+      // the pause a removal the head had done and its successor not yet
+      // was listed twice in that state and reported (a stress run here).
+      std::this_thread::sleep_for(kSettlePause);
       auto again = list_again(members, chain, k);
       if (!again.ok()) {
         r.error = again.status().ToString();
