@@ -6,6 +6,8 @@
 // RequestBulk::finish() and at most one reply; a connection's in_flight is
 // decremented BEFORE its reply is sent, so a client that reuses the credit
 // the instant the reply lands is never counted twice.
+#include "net/rpc_server.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -16,7 +18,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "net/rpc_server.h"
+#include "net/handler_watch.h"
 #include "net/transport.h"
 #include "net/transport_metrics.h"
 
@@ -128,6 +130,7 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   Status start() override {
     if (started_) return Status::InvalidArgument("server " + address() + " already started");
     started_ = true;
+    watch_ = std::make_unique<HandlerWatch>(address(), kTransportThreadWarnAfter);
     for (size_t l = 0; l < lanes_.size(); ++l) {
       const int n = l == 0 ? options_.worker_threads : options_.lane_threads[l - 1];
       for (int i = 0; i < n; ++i) workers_.emplace_back([this, l] { worker_loop(lanes_[l]); });
@@ -197,7 +200,9 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     const HandlerMode mode = it->second.mode;
     if (mode == HandlerMode::kInline ||
         (mode == HandlerMode::kShortBlocking && req.may_block_here)) {
+      const HandlerWatch::Token watched = watch_->begin(req.service, req.method, conn->peer());
       run(*conn, req, it->second);
+      watch_->end(watched);
       return;
     }
     Lane& lane = lanes_[it->second.lane ? std::min(it->second.lane(req.body), lanes_.size() - 1)
@@ -256,6 +261,10 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     conn.send_response(req.request_id, st, st.ok() ? std::string_view(response) : "");
   }
 
+  // A handler on a transport thread this long holds up that thread's other
+  // connections noticeably (in-place handlers take microseconds).
+  static constexpr std::chrono::milliseconds kTransportThreadWarnAfter{1000};
+
   ServerOptions options_;
   TransportMetrics* metrics_ = nullptr;  // resolved in init(): counting takes no lock
   std::unique_ptr<BufferPool> pool_;
@@ -268,6 +277,8 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   std::vector<Lane> lanes_;  // [0]: the main pool (worker_threads)
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::unique_ptr<HandlerWatch>
+      watch_;  // from start(): names handlers that hold a transport thread
 };
 
 }  // namespace

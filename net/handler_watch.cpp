@@ -1,0 +1,59 @@
+#include "net/handler_watch.h"
+
+#include "common/log.h"
+
+namespace surge::net {
+
+namespace {
+
+long long ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+}  // namespace
+
+HandlerWatch::HandlerWatch(std::string server, std::chrono::milliseconds threshold)
+    : server_(std::move(server)), threshold_(threshold), thread_([this] { watch_loop(); }) {}
+
+HandlerWatch::~HandlerWatch() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+HandlerWatch::Token HandlerWatch::begin(uint16_t service, uint16_t method,
+                                        const std::string& peer) {
+  std::lock_guard lk(mu_);
+  running_.push_front(Run{service, method, &peer, std::chrono::steady_clock::now(), false});
+  return running_.begin();
+}
+
+void HandlerWatch::end(Token t) {
+  std::lock_guard lk(mu_);
+  if (t->reported) {
+    SLOG_WARN("server {}: handler {}.{} for {} ended after {} ms on its transport thread", server_,
+              t->service, t->method, *t->peer, ms_since(t->started));
+  }
+  running_.erase(t);
+}
+
+void HandlerWatch::watch_loop() {
+  std::unique_lock lk(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lk, std::chrono::milliseconds(500), [&] { return stopping_; });
+    for (Run& r : running_) {
+      if (r.reported || std::chrono::steady_clock::now() - r.started < threshold_) continue;
+      r.reported = true;
+      SLOG_WARN(
+          "server {}: handler {}.{} for {} has run {} ms on its transport thread; that "
+          "thread's other connections wait for it",
+          server_, r.service, r.method, *r.peer, ms_since(r.started));
+    }
+  }
+}
+
+}  // namespace surge::net
