@@ -369,21 +369,37 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
 }
 
 Result<std::shared_ptr<ObjectFile>> ObjectStore::get(uint64_t id, bool create) {
-  std::lock_guard lk(cache_mu_);
-  auto it = cache_.find(id);
-  if (it != cache_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-    return it->second.obj;
+  uint64_t removals_before;
+  {
+    std::lock_guard lk(cache_mu_);
+    auto it = cache_.find(id);
+    if (it != cache_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+      return it->second.obj;
+    }
+    removals_before = removals_;
   }
   SURGE_ASSIGN_OR_RETURN(auto obj, open_object(id, create));
+  // Evicting only drops the cache's reference: running operations keep
+  // theirs, and a dirty object stays in dirty_ so sync reopens it. The
+  // last references of the evicted close their files after the lock.
+  std::vector<std::shared_ptr<ObjectFile>> evicted;
+  std::lock_guard lk(cache_mu_);
+  auto it = cache_.find(id);
+  if (it != cache_.end()) {  // another thread opened it meanwhile: one file per object
+    lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
+    evicted.push_back(std::move(obj));
+    return it->second.obj;
+  }
+  if (removals_ != removals_before) return obj;  // may be unlinked by now: not cached
   lru_.push_front(id);
   cache_.emplace(id, CacheEntry{obj, lru_.begin()});
-  // Evicting only drops the cache's reference: running operations keep
-  // theirs, and a dirty object stays in dirty_ so sync reopens it.
   while (cache_.size() > options_.max_open_objects) {
     uint64_t victim = lru_.back();
     lru_.pop_back();
-    cache_.erase(victim);
+    auto v = cache_.find(victim);
+    evicted.push_back(std::move(v->second.obj));
+    cache_.erase(v);
   }
   return obj;
 }
@@ -705,10 +721,13 @@ Status ObjectStore::truncate_locked(ObjectFile& obj, uint64_t size) {
 
 Result<bool> ObjectStore::remove(uint64_t id) {
   if (id == 0) return Status::InvalidArgument("remove: object id 0 is not an object");
+  std::shared_ptr<ObjectFile> dropped;  // closes after the lock, if the last reference
   {
     std::lock_guard lk(cache_mu_);
+    ++removals_;
     auto it = cache_.find(id);
     if (it != cache_.end()) {
+      dropped = std::move(it->second.obj);
       lru_.erase(it->second.lru_pos);
       cache_.erase(it);
     }

@@ -195,8 +195,13 @@ class ObjectStore {
 
   ObjectStoreOptions options_;
 
-  // fd cache: LRU over open objects, bounded by max_open_objects.
+  // fd cache: LRU over open objects, bounded by max_open_objects. The lock
+  // is never held across a system call (open, mkdir, close): a hit must not
+  // wait for another object's create on a slow disk (reads run on the
+  // transport thread). removals_ counts remove() calls: an object opened
+  // while one ran is handed out but not cached, as it may be unlinked.
   mutable std::mutex cache_mu_;
+  uint64_t removals_ = 0;
   std::list<uint64_t> lru_;  // front: most recent
   struct CacheEntry {
     std::shared_ptr<ObjectFile> obj;
