@@ -81,11 +81,15 @@ void ChainView::note_map_version(uint64_t version) {
 
 Status ChainView::refresh() {
   if (mds_.empty()) return Status::Unavailable("no MDS configured: no chain table");
+  const uint64_t asked_after = fetches_begun_.load();
   std::lock_guard fl(fetch_mu_);
+  if (last_ok_fetch_ > asked_after) return Status::OK();  // one begun after our call succeeded
+  const uint64_t fetch = fetches_begun_.fetch_add(1) + 1;
   mds::GetClusterMapRequest req;
   req.set_known_version(map_version());
   mds::GetClusterMapReply resp;
   SURGE_RETURN_IF_ERROR(call_mds<mds::MdsGetClusterMap>(req, &resp, "fetching the chain table"));
+  last_ok_fetch_ = fetch;
   std::unordered_map<uint32_t, mds::Chain> chains;
   for (const auto& c : resp.map().chains().chains()) chains[c.chain_id()] = c;
   std::unordered_map<uint32_t, std::string> addresses;

@@ -78,7 +78,8 @@ class ChainView {
   // A heartbeat reply said the cluster map is at `version`: fetch it when
   // ours is older (on the caller's thread: the heartbeat's).
   void note_map_version(uint64_t version);
-  // Fetches the map from the MDS now.
+  // Fetches the map from the MDS now (or takes the result of a fetch that
+  // began after this call and ended while it waited for its turn).
   Status refresh();
 
   // Judges ref for operation `op` ("write", "read", ...; for messages).
@@ -120,6 +121,12 @@ class ChainView {
   std::vector<std::string> mds_;        // options_.mds, split
   std::atomic<size_t> current_mds_{0};  // index of the MDS that answered last
   std::mutex fetch_mu_;  // one fetch at a time
+  // Fetches begun so far, and the number of the last that succeeded (under
+  // fetch_mu_): a caller that waited for the lock while a fetch begun after
+  // its call succeeded has what it asked for and does not fetch again, so a
+  // burst of requests needing a newer map costs one round trip, not one each.
+  std::atomic<uint64_t> fetches_begun_{0};
+  uint64_t last_ok_fetch_ = 0;
   mutable std::mutex mu_;
   uint64_t map_version_ = 0;
   std::unordered_map<uint32_t, proto::mds::Chain> chains_;
