@@ -8,6 +8,7 @@
 // and returns Busy, so the caller can retry.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -56,6 +57,12 @@ class KvBatch {
     }
     checks_.push_back({s, std::move(key), std::move(expected)});
   }
+  // Declares that this batch adds (delta > 0) or removes keys of space s
+  // that were absent (present) before it: a store that counts the space
+  // follows these declarations rather than read every key it writes. The
+  // batch's checks must make the declaration true when it commits.
+  void count(Space s, int64_t delta) { key_deltas_[static_cast<size_t>(s)] += delta; }
+  int64_t key_delta(Space s) const { return key_deltas_[static_cast<size_t>(s)]; }
   bool empty() const { return ops_.empty(); }
   const std::vector<Op>& ops() const { return ops_; }
   const std::vector<Check>& checks() const { return checks_; }
@@ -63,6 +70,7 @@ class KvBatch {
  private:
   std::vector<Op> ops_;
   std::vector<Check> checks_;
+  std::array<int64_t, kSpaceCount> key_deltas_{};
 };
 
 class KvStore {
@@ -88,8 +96,15 @@ class KvStore {
   // share one sync (group commit).
   virtual Status make_durable() = 0;
 
-  // Rough number of keys in a space (for statfs).
+  // Rough number of keys in a space (metrics).
   virtual uint64_t estimate_keys(Space s) = 0;
+
+  // Exact number of keys in a space (statfs's inode count), or why the
+  // store cannot say: etcd counts any space when asked; RocksDB counts the
+  // spaces RocksKvOptions::counted names once at open and then follows the
+  // committed batches' declared deltas (KvBatch::count): it is its store's
+  // only writer.
+  virtual Result<uint64_t> count_keys(Space s) = 0;
 
   // Most ops (and, separately, most checks) one batch may hold; a bigger
   // batch fails and is never split. Work that need not be atomic as a whole

@@ -12,9 +12,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
+#include "common/log.h"
 #include "common/metrics/registry.h"
 #include "common/rocksdb_tsan.h"
 
@@ -56,6 +59,9 @@ struct RocksKvStore::Impl {
   uint64_t sync_waiters = 0;  // callers the next sync to begin covers (its batch)
   bool syncing = false;
   Status last_sync_status;
+
+  // Keys of the counted spaces (RocksKvOptions::counted); -1: not counted.
+  std::array<std::atomic<int64_t>, kSpaceCount> key_counts;
 
   rocksdb::ColumnFamilyHandle* cf(Space s) const { return cfs[static_cast<size_t>(s)]; }
   rocksdb::DB* db() const { return txdb->GetBaseDB(); }
@@ -132,6 +138,25 @@ Result<std::unique_ptr<RocksKvStore>> RocksKvStore::Open(const RocksKvOptions& o
   impl->block_cache = table.block_cache;
   impl->wopts.sync = options.sync;
   impl->wopts_nosync.sync = false;
+  for (auto& c : impl->key_counts) c.store(-1);
+  for (Space sp : options.counted) {
+    const auto t0 = std::chrono::steady_clock::now();
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;  // one pass over everything: keep the cache for the work
+    std::unique_ptr<rocksdb::Iterator> it(impl->db()->NewIterator(ro, impl->cf(sp)));
+    int64_t n = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+    SURGE_RETURN_IF_ERROR(from_rocks(it->status(), std::string("counting the keys of space ") +
+                                                       kCfNames[static_cast<size_t>(sp)] +
+                                                       " in RocksDB at " + options.path));
+    impl->key_counts[static_cast<size_t>(sp)].store(n);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    if (took > std::chrono::seconds(1)) {
+      SLOG_INFO("RocksDB at {}: counted {} keys of space {} in {} ms", options.path, n,
+                kCfNames[static_cast<size_t>(sp)],
+                std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+    }
+  }
   return std::unique_ptr<RocksKvStore>(new RocksKvStore(std::move(impl)));
 }
 
@@ -181,7 +206,9 @@ Status RocksKvStore::commit(const KvBatch& batch, bool durable) {
                                    : wb.Delete(impl_->cf(op.space), op.key);
       if (!s.ok()) return from_rocks(s, "building write batch");
     }
-    return from_rocks(impl_->db()->Write(wo, &wb), "RocksDB write");
+    SURGE_RETURN_IF_ERROR(from_rocks(impl_->db()->Write(wo, &wb), "RocksDB write"));
+    follow_counts(batch);
+    return Status::OK();
   }
   std::unique_ptr<rocksdb::Transaction> txn(impl_->txdb->BeginTransaction(wo));
   for (const auto& c : batch.checks()) {
@@ -200,7 +227,26 @@ Status RocksKvStore::commit(const KvBatch& batch, bool durable) {
                                  : txn->Delete(impl_->cf(op.space), op.key);
     if (!s.ok()) return from_rocks(s, "RocksDB transaction write");
   }
-  return from_rocks(txn->Commit(), "RocksDB commit");
+  SURGE_RETURN_IF_ERROR(from_rocks(txn->Commit(), "RocksDB commit"));
+  follow_counts(batch);
+  return Status::OK();
+}
+
+void RocksKvStore::follow_counts(const KvBatch& batch) {
+  for (size_t sp = 0; sp < kSpaceCount; ++sp) {
+    const int64_t d = batch.key_delta(static_cast<Space>(sp));
+    if (d != 0 && impl_->key_counts[sp].load() >= 0) impl_->key_counts[sp].fetch_add(d);
+  }
+}
+
+Result<uint64_t> RocksKvStore::count_keys(Space sp) {
+  const int64_t n = impl_->key_counts[static_cast<size_t>(sp)].load();
+  if (n < 0) {
+    return Status::InvalidArgument(std::string("space ") + kCfNames[static_cast<size_t>(sp)] +
+                                   " of RocksDB at " + impl_->opts.path +
+                                   " is not counted (RocksKvOptions::counted)");
+  }
+  return static_cast<uint64_t>(n);
 }
 
 Status RocksKvStore::make_durable() {

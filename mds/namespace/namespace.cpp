@@ -104,6 +104,7 @@ Result<uint64_t> Namespace::FormatOrLoad(KvStore* kv, uint64_t expect_fs_id) {
     keys::put_be64(h, proto::mds::kRootIno + 1);
     b.put(Space::kSystem, std::string(keys::kInoHwm), h);
     b.put(Space::kInodes, keys::inode(proto::mds::kRootIno), root.SerializeAsString());
+    b.count(Space::kInodes, 1);
     Status st = kv->commit(b);
     if (st.code() == Code::kBusy) {  // formatted by another process since our read: load it
       SURGE_ASSIGN_OR_RETURN(auto now_there, kv->get(Space::kSystem, keys::kFsId));
@@ -355,6 +356,7 @@ Status Namespace::add_child_locked(const pb::Credentials& cred, records::InodeRe
   b.check(Space::kDentries, dkey, std::nullopt);
   b.put(Space::kDentries, dkey, keys::encode_dentry({ino, type}));
   put_inode(b, *child);
+  b.count(Space::kInodes, 1);  // a new number: absent until now
   put_inode(b, parent);
   return Status::OK();
 }
@@ -700,6 +702,7 @@ Status Namespace::rmdir_unsettled(const pb::UnlinkRequest& req, pb::UnlinkReply*
     const uint64_t now = now_ns();
     b.del(Space::kDentries, keys::dentry(req.parent(), req.name()));
     b.del(Space::kInodes, keys::inode(c.attr().ino()));
+    b.count(Space::kInodes, -1);  // loaded with a check: present
     SURGE_RETURN_IF_ERROR(delete_xattrs(b, c.attr().ino()));
     p.mutable_attr()->set_nlink(p.attr().nlink() - 1);
     p.mutable_attr()->set_mtime_ns(now);
@@ -823,7 +826,11 @@ Status Namespace::statfs(const pb::StatFsRequest&, pb::StatFsReply* out) {
   map_->space(&cap, &free);
   out->set_capacity_bytes(cap);
   out->set_free_bytes(free);
-  const uint64_t used = std::max<uint64_t>(1, kv_->estimate_keys(Space::kInodes));
+  // Exact where the store can count (RocksDB follows every create and
+  // final removal, etcd counts); a store that cannot gives its estimate.
+  auto counted = kv_->count_keys(Space::kInodes);
+  const uint64_t used =
+      std::max<uint64_t>(1, counted.ok() ? *counted : kv_->estimate_keys(Space::kInodes));
   out->set_inodes_used(used);
   out->set_inodes_free(opts_.max_inodes > used ? opts_.max_inodes - used : 0);
   out->set_name_max(255);
@@ -893,6 +900,7 @@ Status Namespace::purge_orphan(uint64_t ino) {
   b.del(Space::kSystem, keys::orphan(ino));
   if (found && rec.attr().nlink() == 0) {
     b.del(Space::kInodes, keys::inode(ino));
+    b.count(Space::kInodes, -1);  // loaded with a check: present
     SURGE_RETURN_IF_ERROR(delete_xattrs(b, ino));
   }
   return kv_->commit(b);

@@ -182,6 +182,7 @@ Status Namespace::rename_unsettled(const pb::RenameRequest& req) {
         if (t_dir) {
           deleted.insert(T->attr().ino());
           b.del(Space::kInodes, keys::inode(T->attr().ino()));
+          b.count(Space::kInodes, -1);  // loaded with a check: present
           SURGE_RETURN_IF_ERROR(delete_xattrs(b, T->attr().ino()));
           NP->mutable_attr()->set_nlink(NP->attr().nlink() - 1);
         } else {

@@ -56,8 +56,10 @@ void MdsMetrics::watch(const Sources& src) {
           [s] { return static_cast<double>(s->session_count()); });
   }
   if (KvStore* kv = src.kv) {
-    gauge("surge_mds_inodes", "Inodes (RocksDB estimate).", {},
-          [kv] { return static_cast<double>(kv->estimate_keys(Space::kInodes)); });
+    gauge("surge_mds_inodes", "Inodes (exact where the store counts them, as statfs).", {}, [kv] {
+      auto n = kv->count_keys(Space::kInodes);
+      return static_cast<double>(n.ok() ? *n : kv->estimate_keys(Space::kInodes));
+    });
     gauge("surge_mds_dentries", "Directory entries (RocksDB estimate).", {},
           [kv] { return static_cast<double>(kv->estimate_keys(Space::kDentries)); });
   }

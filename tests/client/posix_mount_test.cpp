@@ -797,6 +797,47 @@ TEST_F(PosixMount, MountRefusesABadSizeOption) {
       << m.status().ToString();
 }
 
+// df -i through the mount: 40 directories made are 40 more inodes used,
+// exactly, and their removal gives them back. (Files removed by earlier
+// tests leave the count when the MDS purges their orphans, in the
+// background: the test waits for the count to settle, and an attempt that
+// still meets a purge is tried again.)
+TEST_F(PosixMount, StatfsCountsInodesExactly) {
+  auto used = [&]() -> uint64_t {
+    struct statvfs v;
+    EXPECT_EQ(statvfs(mnt_.c_str(), &v), 0) << strerror(errno);
+    return v.f_files - v.f_ffree;
+  };
+  const std::string top = dir_ + "/dfi";
+  ASSERT_EQ(::mkdir(top.c_str(), 0755), 0) << strerror(errno);
+  // Let the purge of earlier tests' files end first (thousands of them).
+  uint64_t last = used();
+  for (int i = 0; i < 120; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const uint64_t now = used();
+    if (now == last) break;
+    last = now;
+  }
+  std::string seen;
+  bool exact = false;
+  for (int attempt = 0; attempt < 5 && !exact; ++attempt) {
+    const uint64_t before = used();
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_EQ(::mkdir((top + "/d" + std::to_string(i)).c_str(), 0755), 0) << strerror(errno);
+    }
+    const uint64_t with = used();
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_EQ(::rmdir((top + "/d" + std::to_string(i)).c_str()), 0) << strerror(errno);
+    }
+    const uint64_t after = used();
+    seen += " [" + std::to_string(before) + " " + std::to_string(with) + " " +
+            std::to_string(after) + "]";
+    exact = with == before + 40 && after == before;
+  }
+  EXPECT_TRUE(exact) << "inodes used before, with 40 more directories, after their removal:"
+                     << seen;
+}
+
 TEST_F(PosixMount, StatfsAndFsync) {
   struct statvfs v;
   ASSERT_EQ(statvfs(mnt_.c_str(), &v), 0);

@@ -642,6 +642,53 @@ TEST_F(NsOps, StatfsSumsTargetsAndCountsInodes) {
   EXPECT_EQ(out.name_max(), 255u);
 }
 
+// df -i's "used": every inode the store holds, counted exactly after
+// creates of each type, a hard link (no new inode), rmdir, a directory
+// renamed over an empty one, an unlinked file (kept until its orphan is
+// purged) and the purge; and the same after the store is opened again.
+TEST_F(NsOps, StatfsCountsInodesExactly) {
+  auto inodes_in_store = [&] {
+    uint64_t n = 0;
+    EXPECT_TRUE(kv_->scan(Space::kInodes, "", "",
+                          [&](std::string_view, std::string_view) {
+                            ++n;
+                            return true;
+                          })
+                    .ok());
+    return n;
+  };
+  auto used = [&]() -> uint64_t {
+    pb::StatFsReply out;
+    Status st = ns_->statfs(pb::StatFsRequest(), &out);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out.inodes_used();
+  };
+  auto d = mkdir(kRoot, "d");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(create(d->ino(), "f" + std::to_string(i)).ok());
+  auto f0 = lookup(d->ino(), "f0");
+  ASSERT_TRUE(f0.ok());
+  ASSERT_TRUE(symlink(kRoot, "s", "d/f0").ok());
+  ASSERT_TRUE(mknod(kRoot, "fifo", S_IFIFO | 0644).ok());
+  ASSERT_TRUE(link(f0->ino(), kRoot, "hard").ok());
+  ASSERT_TRUE(mkdir(kRoot, "e1").ok());
+  ASSERT_TRUE(mkdir(kRoot, "e2").ok());
+  ASSERT_TRUE(mkdir(kRoot, "e3").ok());
+  EXPECT_EQ(used(), 1u + 1 + 20 + 1 + 1 + 3);  // root, d, files, symlink, fifo, e1-e3
+  ASSERT_TRUE(rmdir(kRoot, "e3").ok());
+  ASSERT_TRUE(rename(kRoot, "e1", kRoot, "e2").ok());  // e2's inode goes
+  auto f1 = lookup(d->ino(), "f1");
+  ASSERT_TRUE(f1.ok());
+  ASSERT_TRUE(unlink(d->ino(), "f1").ok());
+  EXPECT_EQ(used(), inodes_in_store());
+  EXPECT_EQ(used(), 1u + 1 + 20 + 1 + 1 + 1);  // f1 stays until its orphan is purged
+  ASSERT_TRUE(ns_->purge_orphan(f1->ino()).ok());
+  EXPECT_EQ(used(), 1u + 1 + 19 + 1 + 1 + 1);
+  EXPECT_EQ(used(), inodes_in_store());
+  reopen();
+  EXPECT_EQ(used(), 1u + 1 + 19 + 1 + 1 + 1);
+}
+
 TEST_F(NsOps, NoTargetUpFailsCreateWithNoSpace) {
   register_targets_ = false;
   std::filesystem::remove_all(dir_);

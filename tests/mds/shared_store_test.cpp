@@ -339,6 +339,7 @@ class InterposedKv : public KvStore {
   Status commit(const KvBatch& batch, bool durable) override { return kv_->commit(batch, durable); }
   Status make_durable() override { return kv_->make_durable(); }
   uint64_t estimate_keys(Space s) override { return kv_->estimate_keys(s); }
+  Result<uint64_t> count_keys(Space s) override { return kv_->count_keys(s); }
   size_t max_batch_ops() const override { return kv_->max_batch_ops(); }
   bool fired() const { return !between_; }
 

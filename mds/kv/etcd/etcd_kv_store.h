@@ -55,8 +55,8 @@ class EtcdKvStore : public KvStore {
   uint64_t estimate_keys(Space s) override;
   size_t max_batch_ops() const override { return options().max_txn_ops; }
 
-  // Number of keys in a space, or the error that prevented counting.
-  Result<uint64_t> count_keys(Space s);
+  // A count_only range: exact, one round trip.
+  Result<uint64_t> count_keys(Space s) override;
 
   const EtcdKvOptions& options() const;
   // The etcd key that holds key of space s (the prefix and the space's
