@@ -10,7 +10,8 @@
 //
 // Requests in service are counted per I/O thread (delivered, not yet
 // finished). A request for a kShortBlocking handler that is the only one
-// in service on its I/O thread, whose whole payload has arrived (waiting
+// in service on its I/O thread, while the buffer pool is not running low,
+// whose whole payload has arrived (waiting
 // at most kInPlacePayloadWait, and only for payloads up to
 // kInPlaceWaitMaxPayload) and, if it has no payload, with nothing queued
 // behind it on its connection (behind a payload the next request waits
@@ -53,6 +54,11 @@ constexpr std::chrono::microseconds kInPlacePayloadWait{2000};
 // for all of it first would put the receiving and the work end to end
 // (1 MiB writes took 1.3x as long that way on loopback).
 constexpr uint64_t kInPlaceWaitMaxPayload = 256 * 1024;
+// Free buffers every pool class must have for a handler to run in place
+// (as over RDMA): a data server's read takes one, and a handler on the I/O
+// thread that waits for a buffer holds up every connection of the thread
+// until workers elsewhere give one back.
+constexpr size_t kInPlacePoolReserve = 4;
 
 std::string peer_name(const tcp::socket& s) {
   boost::system::error_code ec;
@@ -314,6 +320,7 @@ class ServerConn final : public TcpStream {
     const int in_service = in_service_->fetch_add(1) + 1;  // TcpRequestBulk::finish undoes it
     req.may_block_here =
         in_service == 1 && sink_->runs_in_place_when_allowed(h.service, h.method) &&
+        (options_.pool == nullptr || options_.pool->every_class_has_free(kInPlacePoolReserve)) &&
         payload_here(h.payload_length,
                      h.payload_length <= kInPlaceWaitMaxPayload ? kInPlacePayloadWait
                                                                 : std::chrono::microseconds{0},
