@@ -28,17 +28,27 @@ namespace {
 
 class Context final : public RpcContext {
  public:
-  Context(BulkHandle& bulk, const ServerConnection& conn, BufferPool& pool)
-      : bulk_(bulk), conn_(conn), pool_(pool) {}
+  Context(BulkHandle& bulk, const ServerConnection& conn, BufferPool& pool, bool in_place,
+          bool may_defer)
+      : bulk_(bulk), conn_(conn), pool_(pool), in_place_(in_place), may_defer_(may_defer) {}
   BulkHandle& bulk() override { return bulk_; }
   const std::string& peer() const override { return conn_.peer(); }
   BufferPool& pool() override { return pool_; }
   uint64_t connection_id() const override { return conn_.id; }
+  bool on_transport_thread() const override { return in_place_; }
+  bool defer_to_worker() override {
+    deferred_ = may_defer_;
+    return deferred_;
+  }
+  bool deferred() const { return deferred_; }
 
  private:
   BulkHandle& bulk_;
   const ServerConnection& conn_;
   BufferPool& pool_;
+  const bool in_place_;
+  const bool may_defer_;  // a kShortBlocking handler run in place
+  bool deferred_ = false;
 };
 
 struct HandlerEntry {
@@ -201,9 +211,11 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     if (mode == HandlerMode::kInline ||
         (mode == HandlerMode::kShortBlocking && req.may_block_here)) {
       const HandlerWatch::Token watched = watch_->begin(req.service, req.method, conn->peer());
-      run(*conn, req, it->second);
+      const bool done = run(*conn, req, it->second, /*in_place=*/true,
+                            /*may_defer=*/mode == HandlerMode::kShortBlocking);
       watch_->end(watched);
-      return;
+      if (done) return;
+      // Deferred by its handler: queued as any worker request (lane 0).
     }
     Lane& lane = lanes_[it->second.lane ? std::min(it->second.lane(req.body), lanes_.size() - 1)
                                         : 0];
@@ -239,12 +251,15 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
         t = std::move(lane.queue.front());
         lane.queue.pop_front();
       }
-      run(*t.conn, t.req, *t.entry);
+      run(*t.conn, t.req, *t.entry, /*in_place=*/false, /*may_defer=*/false);
     }
   }
 
-  void run(ServerConnection& conn, InboundRequest& req, const HandlerEntry& entry) {
-    Context ctx(*req.bulk, conn, *pool_);
+  // False when the handler deferred itself to a worker (nothing finished,
+  // nothing sent: the caller queues the request).
+  bool run(ServerConnection& conn, InboundRequest& req, const HandlerEntry& entry, bool in_place,
+           bool may_defer) {
+    Context ctx(*req.bulk, conn, *pool_, in_place, may_defer);
     std::string response;
     Status st;
     try {
@@ -256,9 +271,11 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
                  e.what());
       st = Status::Internal(std::string("handler threw: ") + e.what());
     }
+    if (ctx.deferred()) return false;
     req.bulk->finish();
     conn.in_flight.fetch_sub(1);
     conn.send_response(req.request_id, st, st.ok() ? std::string_view(response) : "");
+    return true;
   }
 
   // A handler on a transport thread this long holds up that thread's other

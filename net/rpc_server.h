@@ -36,6 +36,16 @@ class RpcContext {
   // reused (ServerConnection::id). 0: not known (every such request counts
   // as one connection).
   virtual uint64_t connection_id() const { return 0; }
+  // True while the handler runs on the transport thread that received the
+  // request (HandlerMode::kShortBlocking run in place): it must then not
+  // wait on anything slow, such as another server (HandlerWatch names one
+  // that does).
+  virtual bool on_transport_thread() const { return false; }
+  // From a handler on the transport thread that finds it would have to
+  // wait, before it touched the bulk: the core runs the request again,
+  // from the start, on a worker, and drops what this run returns. False
+  // (nothing changes) anywhere else.
+  virtual bool defer_to_worker() { return false; }
 };
 
 using RawHandler =

@@ -212,7 +212,8 @@ Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const
   return p;
 }
 
-Result<ChainPlace> ChainView::admit(const proto::ods::ChunkRef& ref, const char* op) {
+Result<ChainPlace> ChainView::admit(const proto::ods::ChunkRef& ref, const char* op,
+                                    bool* would_fetch) {
   const uint32_t me = own_id_();
   // A server that has an MDS but no id yet (it has not registered since it
   // started) is no target yet: it refuses, and the sender tries again. One
@@ -247,6 +248,11 @@ Result<ChainPlace> ChainView::admit(const proto::ods::ChunkRef& ref, const char*
       }
     }
     // Newer than ours, or a chain we do not know: ask the MDS, judge again.
+    if (would_fetch != nullptr) {
+      *would_fetch = true;
+      return Status::Unavailable(ref_name(ref, op) + ": target " + std::to_string(me) +
+                                 " must fetch the chain table first");
+    }
     Status st = refresh();
     if (!st.ok()) return Status::Unavailable(ref_name(ref, op) + ": " + st.ToString());
   }

@@ -17,7 +17,10 @@
 //   * its chain version is older than ours: StaleChain;
 //   * its chain version is newer than ours even after a fetch (the MDS is
 //     unreachable or behind): Unavailable.
-// Legacy requests (chain_id 0) get only the target check. Thread-safe.
+// A caller on a transport thread (a read run in place) never waits for the
+// MDS there: it learns that a fetch is needed and moves to a worker
+// (RpcContext::defer_to_worker), which judges the ref again. Legacy
+// requests (chain_id 0) get only the target check. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -85,7 +88,11 @@ class ChainView {
   // Judges ref for operation `op` ("write", "read", ...; for messages).
   // Legacy refs (chain_id 0): OK or WrongTarget; place is left empty.
   // Chained: this server's place in the chain under the ref's version.
-  Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op);
+  // would_fetch set (a caller that must not wait): a ref that needs a fetch
+  // from the MDS first is Unavailable with *would_fetch true, and nothing
+  // is fetched.
+  Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op,
+                           bool* would_fetch = nullptr);
 
   uint64_t map_version() const;
 

@@ -113,8 +113,8 @@ void OdsService::register_handlers(net::RpcServer& server) {
     return counted(pb::OdsRemove::kMethod, [&] { return remove(q, r); });
   });
   server.add<pb::OdsStat>(
-      [this](net::RpcContext&, const pb::StatRequest& q, pb::StatReply& r) {
-        return counted(pb::OdsStat::kMethod, [&] { return stat(q, r); });
+      [this](net::RpcContext& ctx, const pb::StatRequest& q, pb::StatReply& r) {
+        return counted(pb::OdsStat::kMethod, [&] { return stat(ctx, q, r); });
       },
       kBrief);
   server.add<pb::OdsSync>([this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) {
@@ -199,7 +199,8 @@ Status OdsService::ec_served(const ChainPlace& place, const char* op) const {
   return Status::OK();
 }
 
-Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op) {
+Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op,
+                                     net::RpcContext* ctx) {
   if (chains_ == nullptr) {
     if (ref.chain_id() != 0) {
       return Status::NotSupported(std::string(op) + " of a chunk of chain " +
@@ -208,7 +209,16 @@ Result<ChainPlace> OdsService::admit(const pb::ChunkRef& ref, const char* op) {
     }
     return ChainPlace{};
   }
-  SURGE_ASSIGN_OR_RETURN(ChainPlace place, chains_->admit(ref, op));
+  const bool in_place = ctx != nullptr && ctx->on_transport_thread();
+  bool would_fetch = false;
+  auto admitted = chains_->admit(ref, op, in_place ? &would_fetch : nullptr);
+  if (would_fetch) {
+    // A round trip to the MDS would hold up the transport thread's other
+    // connections: a worker judges the request again.
+    if (ctx->defer_to_worker()) return admitted.status();
+    admitted = chains_->admit(ref, op);
+  }
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, std::move(admitted));
   if (place.chain_id != 0 && chained_ == nullptr) {
     return Status::NotSupported(std::string(op) + " of a chunk of chain " +
                                 std::to_string(place.chain_id) +
@@ -433,7 +443,7 @@ Status OdsService::write(net::RpcContext& ctx, const pb::WriteRequest& req, pb::
 
 Status OdsService::read(net::RpcContext& ctx, const pb::ReadRequest& req, pb::ReadReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "read"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "read", &ctx));
   if (place.chain_id != 0) {
     if (req.length() > options_.max_io_bytes) {
       return Status::InvalidArgument("read of a chunk from " + ctx.peer() + ": length " +
@@ -535,9 +545,9 @@ Status OdsService::remove(const pb::RemoveRequest& req, pb::RemoveReply& resp) {
   return Status::OK();
 }
 
-Status OdsService::stat(const pb::StatRequest& req, pb::StatReply& resp) {
+Status OdsService::stat(net::RpcContext& ctx, const pb::StatRequest& req, pb::StatReply& resp) {
   InflightGuard g(inflight_);
-  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "stat"));
+  SURGE_ASSIGN_OR_RETURN(ChainPlace place, admit(req.ref(), "stat", &ctx));
   if (place.chain_id != 0) return chained_->stat(req, place, resp);
   SURGE_ASSIGN_OR_RETURN(uint64_t size, store_.stat(req.object_id()));
   SURGE_ASSIGN_OR_RETURN(const uint64_t end, readable_end(req.ref(), req.object_id()));

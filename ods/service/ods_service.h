@@ -97,7 +97,8 @@ class OdsService {
   Status read(net::RpcContext& ctx, const proto::ods::ReadRequest& req, proto::ods::ReadReply& resp);
   Status truncate(const proto::ods::TruncateRequest& req, proto::ods::TruncateReply& resp);
   Status remove(const proto::ods::RemoveRequest& req, proto::ods::RemoveReply& resp);
-  Status stat(const proto::ods::StatRequest& req, proto::ods::StatReply& resp);
+  Status stat(net::RpcContext& ctx, const proto::ods::StatRequest& req,
+              proto::ods::StatReply& resp);
   Status sync(const proto::ods::SyncRequest& req, proto::ods::SyncReply& resp);
   Status statfs(const proto::ods::StatFsRequest& req, proto::ods::StatFsReply& resp);
   Status scrub(const proto::ods::ScrubRequest& req, proto::ods::ScrubReply& resp);
@@ -118,7 +119,10 @@ class OdsService {
   // The ChainView's verdict on a request's ref: our place in its chain
   // (empty for legacy refs and without a view); NotSupported for a chained
   // ref without ChainedChunks.
-  Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op);
+  // ctx given and on a transport thread: a ref that needs a fetch from the
+  // MDS defers the request to a worker (Unavailable returned, dropped).
+  Result<ChainPlace> admit(const proto::ods::ChunkRef& ref, const char* op,
+                           net::RpcContext* ctx = nullptr);
   // NotSupported for an EC place when no EcChunks was given.
   Status ec_served(const ChainPlace& place, const char* op) const;
   // Legacy objects under a truncate generation the request knows of (see

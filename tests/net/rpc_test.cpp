@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "common/crc32c.h"
@@ -401,6 +402,42 @@ TEST(RpcAuth, WrongClusterKeyIsRejected) {
   req.set_payload("ok");
   pt::EchoReply resp;
   EXPECT_TRUE(good->call<pt::TestEcho>(req, &resp).ok());
+}
+
+// A brief handler run on the transport thread that finds it would have to
+// wait moves itself to a worker: the core runs it again there, and the
+// caller gets only the worker run's reply.
+TEST(RpcDefer, AHandlerOnTheTransportThreadMovesToAWorker) {
+  auto created = RpcServer::Create(default_server_options());
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<RpcServer> server = std::move(*created);
+  std::mutex mu;
+  std::vector<bool> runs;  // on_transport_thread() of each run
+  server->add<pt::TestEcho>(
+      [&](RpcContext& ctx, const pt::EchoRequest& req, pt::EchoReply& resp) {
+        {
+          std::lock_guard lk(mu);
+          runs.push_back(ctx.on_transport_thread());
+        }
+        if (ctx.defer_to_worker()) return Status::Internal("this run's answer is dropped");
+        resp.set_payload(req.payload() + " from a worker");
+        return Status::OK();
+      },
+      HandlerMode::kShortBlocking);
+  ASSERT_TRUE(server->start().ok());
+  auto ch = connect_or_die(server->address());
+  ASSERT_NE(ch, nullptr);
+  pt::EchoRequest req;
+  req.set_payload("echo");
+  pt::EchoReply resp;
+  Status st = ch->call<pt::TestEcho>(req, &resp);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(resp.payload(), "echo from a worker");
+  std::lock_guard lk(mu);
+  // An idle server runs a lone brief request in place first.
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0]);
+  EXPECT_FALSE(runs[1]);
 }
 
 TEST(RpcConnect, NobodyListeningIsAnError) {
