@@ -368,39 +368,65 @@ Result<std::shared_ptr<ObjectFile>> ObjectStore::open_object(uint64_t id, bool c
   return obj;
 }
 
-Result<std::shared_ptr<ObjectFile>> ObjectStore::get(uint64_t id, bool create) {
-  uint64_t removals_before;
-  {
-    std::lock_guard lk(cache_mu_);
-    auto it = cache_.find(id);
-    if (it != cache_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-      return it->second.obj;
-    }
-    removals_before = removals_;
-  }
-  SURGE_ASSIGN_OR_RETURN(auto obj, open_object(id, create));
-  // Evicting only drops the cache's reference: running operations keep
-  // theirs, and a dirty object stays in dirty_ so sync reopens it. The
-  // last references of the evicted close their files after the lock.
-  std::vector<std::shared_ptr<ObjectFile>> evicted;
-  std::lock_guard lk(cache_mu_);
+std::shared_ptr<ObjectFile> ObjectStore::cached_locked(
+    uint64_t id, std::vector<std::shared_ptr<ObjectFile>>& dropped) {
   auto it = cache_.find(id);
-  if (it != cache_.end()) {  // another thread opened it meanwhile: one file per object
+  if (it != cache_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
-    evicted.push_back(std::move(obj));
     return it->second.obj;
   }
-  if (removals_ != removals_before) return obj;  // may be unlinked by now: not cached
+  auto e = evicted_.find(id);
+  if (e == evicted_.end()) return nullptr;
+  std::shared_ptr<ObjectFile> live = e->second.lock();
+  evicted_.erase(e);
+  if (live) insert_locked(id, live, dropped);
+  return live;
+}
+
+void ObjectStore::insert_locked(uint64_t id, std::shared_ptr<ObjectFile> obj,
+                                std::vector<std::shared_ptr<ObjectFile>>& dropped) {
   lru_.push_front(id);
-  cache_.emplace(id, CacheEntry{obj, lru_.begin()});
+  cache_.emplace(id, CacheEntry{std::move(obj), lru_.begin()});
+  // Evicting only drops the cache's reference: running operations keep
+  // theirs (and a later get() finds it through evicted_), and a dirty
+  // object stays in dirty_ so sync reopens it.
   while (cache_.size() > options_.max_open_objects) {
     uint64_t victim = lru_.back();
     lru_.pop_back();
     auto v = cache_.find(victim);
-    evicted.push_back(std::move(v->second.obj));
+    if (v->second.obj.use_count() > 1) evicted_[victim] = v->second.obj;
+    dropped.push_back(std::move(v->second.obj));
     cache_.erase(v);
   }
+  if (evicted_.size() > 2 * options_.max_open_objects) {
+    std::erase_if(evicted_, [](const auto& e) { return e.second.expired(); });
+  }
+}
+
+Result<std::shared_ptr<ObjectFile>> ObjectStore::get(uint64_t id, bool create) {
+  // Files closed after the lock: the last references of the evicted, and
+  // a file opened twice.
+  std::vector<std::shared_ptr<ObjectFile>> dropped;
+  {
+    std::lock_guard lk(cache_mu_);
+    if (auto hit = cached_locked(id, dropped)) return hit;
+    ++opening_[id];
+  }
+  auto opened = open_object(id, create);
+  std::lock_guard lk(cache_mu_);
+  const bool doomed = doomed_.count(id) != 0;
+  if (--opening_[id] == 0) {
+    opening_.erase(id);
+    doomed_.erase(id);
+  }
+  SURGE_RETURN_IF_ERROR(opened.status());
+  std::shared_ptr<ObjectFile> obj = std::move(*opened);
+  if (auto hit = cached_locked(id, dropped)) {  // another thread opened it meanwhile
+    dropped.push_back(std::move(obj));
+    return hit;
+  }
+  if (doomed) return obj;  // removed while we opened it: not cached
+  insert_locked(id, obj, dropped);
   return obj;
 }
 
@@ -724,7 +750,8 @@ Result<bool> ObjectStore::remove(uint64_t id) {
   std::shared_ptr<ObjectFile> dropped;  // closes after the lock, if the last reference
   {
     std::lock_guard lk(cache_mu_);
-    ++removals_;
+    if (opening_.count(id) != 0) doomed_.insert(id);
+    evicted_.erase(id);
     auto it = cache_.find(id);
     if (it != cache_.end()) {
       dropped = std::move(it->second.obj);

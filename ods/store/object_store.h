@@ -195,19 +195,35 @@ class ObjectStore {
 
   ObjectStoreOptions options_;
 
-  // fd cache: LRU over open objects, bounded by max_open_objects. The lock
-  // is never held across a system call (open, mkdir, close): a hit must not
-  // wait for another object's create on a slow disk (reads run on the
-  // transport thread). removals_ counts remove() calls: an object opened
-  // while one ran is handed out but not cached, as it may be unlinked.
+  // fd cache: LRU over open objects, bounded by max_open_objects. One
+  // ObjectFile per object at a time: its size and checksums are guarded by
+  // its own mutex, so two for one object would let writers of one block
+  // race (a checksum mismatch). An object evicted while an operation still
+  // holds it is remembered in evicted_ and taken back by the next get().
+  // The lock is never held across a system call (open, mkdir, close): a
+  // hit must not wait for another object's create on a slow disk (reads run
+  // on the transport thread). opening_ counts the opens of each object
+  // under way outside the lock; an object remove()d meanwhile is in doomed_
+  // until its last open ends, and that open's file is handed out but not
+  // cached (it may be unlinked).
   mutable std::mutex cache_mu_;
-  uint64_t removals_ = 0;
+  std::unordered_map<uint64_t, std::weak_ptr<ObjectFile>> evicted_;
+  std::unordered_map<uint64_t, int> opening_;
+  std::unordered_set<uint64_t> doomed_;
   std::list<uint64_t> lru_;  // front: most recent
   struct CacheEntry {
     std::shared_ptr<ObjectFile> obj;
     std::list<uint64_t>::iterator lru_pos;
   };
   std::unordered_map<uint64_t, CacheEntry> cache_;
+  // Under cache_mu_: the object's file when cached or evicted but still in
+  // use (then cached again), else null.
+  std::shared_ptr<ObjectFile> cached_locked(uint64_t id,
+                                            std::vector<std::shared_ptr<ObjectFile>>& dropped);
+  // Under cache_mu_: caches obj, evicting past max_open_objects into
+  // dropped (released after the lock).
+  void insert_locked(uint64_t id, std::shared_ptr<ObjectFile> obj,
+                     std::vector<std::shared_ptr<ObjectFile>>& dropped);
 
   // Objects with changes not yet synced, and the objects in dirty.log with
   // the sequence number of their entry (one entry per object per log
