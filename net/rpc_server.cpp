@@ -294,8 +294,8 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
   std::vector<Lane> lanes_;  // [0]: the main pool (worker_threads)
   bool stopping_ = false;
   std::vector<std::thread> workers_;
-  std::unique_ptr<HandlerWatch>
-      watch_;  // from start(): names handlers that hold a transport thread
+  // From start(): names handlers that hold a transport thread.
+  std::unique_ptr<HandlerWatch> watch_;
 };
 
 }  // namespace

@@ -37,7 +37,7 @@ class RpcContext {
   // as one connection).
   virtual uint64_t connection_id() const { return 0; }
   // True while the handler runs on the transport thread that received the
-  // request (HandlerMode::kShortBlocking run in place): it must then not
+  // request (kInline, or kShortBlocking run in place): it must then not
   // wait on anything slow, such as another server (HandlerWatch names one
   // that does).
   virtual bool on_transport_thread() const { return false; }
