@@ -40,7 +40,7 @@ class Context final : public RpcContext {
     deferred_ = may_defer_;
     return deferred_;
   }
-  bool deferred() const { return deferred_; }
+  bool deferred() const override { return deferred_; }
 
  private:
   BulkHandle& bulk_;

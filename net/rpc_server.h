@@ -46,6 +46,9 @@ class RpcContext {
   // from the start, on a worker, and drops what this run returns. False
   // (nothing changes) anywhere else.
   virtual bool defer_to_worker() { return false; }
+  // True once defer_to_worker() returned true: this run does not count as
+  // a request served (its result is dropped).
+  virtual bool deferred() const { return false; }
 };
 
 using RawHandler =

@@ -76,11 +76,12 @@ OdsService::OdsService(ObjectStore& store, net::BufferPool& pool, OdsServiceOpti
 }
 
 template <typename F>
-Status OdsService::counted(uint16_t method, F&& handler) {
+Status OdsService::counted(uint16_t method, F&& handler, const net::RpcContext* ctx) {
   static_assert(pb::OdsEcCommit::kMethod <= OdsMetrics::kMaxMethod,
                 "grow OdsMetrics::kMaxMethod with the methods");
   const auto t0 = std::chrono::steady_clock::now();
   Status st = handler();
+  if (ctx != nullptr && ctx->deferred()) return st;
   const OdsMetrics::Method& m = metrics_.methods[method];
   m.requests->inc();
   if (!st.ok()) m.errors->inc();
@@ -103,7 +104,8 @@ void OdsService::register_handlers(net::RpcServer& server) {
       chained_ != nullptr ? net::HandlerMode::kWorker : kBrief);
   server.add<pb::OdsRead>(
       [this](net::RpcContext& ctx, const pb::ReadRequest& q, pb::ReadReply& r) {
-        return counted(pb::OdsRead::kMethod, [&] { return read(ctx, q, r); });
+        return counted(
+            pb::OdsRead::kMethod, [&] { return read(ctx, q, r); }, &ctx);
       },
       kBrief);
   server.add<pb::OdsTruncate>([this](net::RpcContext&, const pb::TruncateRequest& q, pb::TruncateReply& r) {
@@ -114,7 +116,8 @@ void OdsService::register_handlers(net::RpcServer& server) {
   });
   server.add<pb::OdsStat>(
       [this](net::RpcContext& ctx, const pb::StatRequest& q, pb::StatReply& r) {
-        return counted(pb::OdsStat::kMethod, [&] { return stat(ctx, q, r); });
+        return counted(
+            pb::OdsStat::kMethod, [&] { return stat(ctx, q, r); }, &ctx);
       },
       kBrief);
   server.add<pb::OdsSync>([this](net::RpcContext&, const pb::SyncRequest& q, pb::SyncReply& r) {

@@ -113,9 +113,10 @@ class OdsService {
  private:
   size_t chunk_size() const { return chunk_; }
 
-  // Runs a handler, counted and timed under its method id.
+  // Runs a handler, counted and timed under its method id (not when it
+  // deferred itself to a worker: that run counts then).
   template <typename F>
-  Status counted(uint16_t method, F&& handler);
+  Status counted(uint16_t method, F&& handler, const net::RpcContext* ctx = nullptr);
   // The ChainView's verdict on a request's ref: our place in its chain
   // (empty for legacy refs and without a view); NotSupported for a chained
   // ref without ChainedChunks.

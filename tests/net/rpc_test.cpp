@@ -412,14 +412,18 @@ TEST(RpcDefer, AHandlerOnTheTransportThreadMovesToAWorker) {
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   std::unique_ptr<RpcServer> server = std::move(*created);
   std::mutex mu;
-  std::vector<bool> runs;  // on_transport_thread() of each run
+  std::vector<bool> runs;      // on_transport_thread() of each run
+  std::vector<bool> deferred;  // deferred() of each run after asking to defer
   server->add<pt::TestEcho>(
       [&](RpcContext& ctx, const pt::EchoRequest& req, pt::EchoReply& resp) {
+        const bool on_transport = ctx.on_transport_thread();
+        const bool moved = ctx.defer_to_worker();
         {
           std::lock_guard lk(mu);
-          runs.push_back(ctx.on_transport_thread());
+          runs.push_back(on_transport);
+          deferred.push_back(ctx.deferred());
         }
-        if (ctx.defer_to_worker()) return Status::Internal("this run's answer is dropped");
+        if (moved) return Status::Internal("this run's answer is dropped");
         resp.set_payload(req.payload() + " from a worker");
         return Status::OK();
       },
@@ -438,6 +442,7 @@ TEST(RpcDefer, AHandlerOnTheTransportThreadMovesToAWorker) {
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_TRUE(runs[0]);
   EXPECT_FALSE(runs[1]);
+  EXPECT_EQ(deferred, (std::vector<bool>{true, false}));  // a worker cannot defer
 }
 
 TEST(RpcConnect, NobodyListeningIsAnError) {
