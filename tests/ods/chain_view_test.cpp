@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "net/proto/mds_methods.h"
 #include "net/rpc_server.h"
@@ -24,6 +25,7 @@ using namespace std::chrono_literals;
 
 constexpr uint32_t kSelf = 5;
 constexpr uint32_t kChain = 7;
+constexpr uint64_t kVersion = 3;  // of the map and of the chain the MDS hands out
 
 class ChainViewTest : public ::testing::Test {
  protected:
@@ -37,10 +39,10 @@ class ChainViewTest : public ::testing::Test {
         [this](net::RpcContext&, const mpb::GetClusterMapRequest&, mpb::GetClusterMapReply& r) {
           std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_.load()));
           mpb::ClusterMap* m = r.mutable_map();
-          m->set_version(version_.load());
+          m->set_version(kVersion);
           mpb::Chain* c = m->mutable_chains()->add_chains();
           c->set_chain_id(kChain);
-          c->set_version(version_.load());
+          c->set_version(kVersion);
           c->set_scheme(mpb::SCHEME_REPLICAS);
           c->set_replicas(1);
           mpb::ChainMember* me = c->add_members();
@@ -68,13 +70,12 @@ class ChainViewTest : public ::testing::Test {
   std::unique_ptr<net::RpcServer> mds_;
   std::unique_ptr<ChainView> view_;
   std::atomic<int> pause_ms_{0};
-  std::atomic<uint64_t> version_{3};
   std::atomic<int> served_{0};
 };
 
 TEST_F(ChainViewTest, ACallerThatMayWaitIsJudgedAfterTheFetch) {
   pause_ms_ = 300;
-  auto place = view_->admit(ref(3), "read");
+  auto place = view_->admit(ref(kVersion), "read");
   ASSERT_TRUE(place.ok()) << place.status().ToString();
   EXPECT_EQ(place->chain_id, kChain);
   EXPECT_EQ(served_.load(), 1);
@@ -82,14 +83,14 @@ TEST_F(ChainViewTest, ACallerThatMayWaitIsJudgedAfterTheFetch) {
 
 TEST_F(ChainViewTest, ACallerThatMustNotWaitLearnsThatAFetchIsNeededAndNothingIsFetched) {
   bool would_fetch = false;
-  auto first = view_->admit(ref(3), "read", &would_fetch);
+  auto first = view_->admit(ref(kVersion), "read", &would_fetch);
   EXPECT_EQ(first.status().code(), Code::kUnavailable) << first.status().ToString();
   EXPECT_TRUE(would_fetch);
   EXPECT_EQ(served_.load(), 0);
   // Once a worker has fetched, the same ref needs no fetch.
-  ASSERT_TRUE(view_->admit(ref(3), "read").ok());
+  ASSERT_TRUE(view_->admit(ref(kVersion), "read").ok());
   would_fetch = false;
-  auto again = view_->admit(ref(3), "read", &would_fetch);
+  auto again = view_->admit(ref(kVersion), "read", &would_fetch);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_FALSE(would_fetch);
   EXPECT_EQ(served_.load(), 1);
@@ -101,7 +102,7 @@ TEST_F(ChainViewTest, CallersWaitingTogetherShareOneFetch) {
   std::atomic<int> ok{0};
   for (int i = 0; i < 6; ++i) {
     callers.emplace_back([&] {
-      if (view_->admit(ref(3), "read").ok()) ok.fetch_add(1);
+      if (view_->admit(ref(kVersion), "read").ok()) ok.fetch_add(1);
     });
   }
   for (auto& t : callers) t.join();
