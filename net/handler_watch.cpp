@@ -25,20 +25,19 @@ HandlerWatch::~HandlerWatch() {
   thread_.join();
 }
 
-HandlerWatch::Token HandlerWatch::begin(uint16_t service, uint16_t method,
-                                        const std::string& peer) {
+void HandlerWatch::begin(Run& run) {
+  run.started = std::chrono::steady_clock::now();
   std::lock_guard lk(mu_);
-  running_.push_front(Run{service, method, &peer, std::chrono::steady_clock::now(), false});
-  return running_.begin();
+  running_.push_front(run);
 }
 
-void HandlerWatch::end(Token t) {
+void HandlerWatch::end(Run& run) {
   std::lock_guard lk(mu_);
-  if (t->reported) {
+  if (run.reported) {
     SLOG_WARN("server {}: handler {}.{} for {} ended after {} ms on its transport thread", server_,
-              t->service, t->method, *t->peer, ms_since(t->started));
+              run.service, run.method, *run.peer, ms_since(run.started));
   }
-  running_.erase(t);
+  running_.erase(running_.iterator_to(run));
 }
 
 void HandlerWatch::watch_loop() {

@@ -11,10 +11,11 @@
 // threshold, with its method, peer and age, and again when it ends.
 #pragma once
 
+#include <boost/intrusive/list.hpp>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,22 +24,25 @@ namespace surge::net {
 
 class HandlerWatch {
  public:
-  struct Run {
-    uint16_t service = 0;
-    uint16_t method = 0;
-    const std::string* peer = nullptr;  // outlives the run (its connection)
+  // One handler's run, on the stack of the thread running it: watching
+  // allocates nothing on the request path.
+  struct Run : boost::intrusive::list_base_hook<> {
+    Run(uint16_t s, uint16_t m, const std::string& p) : service(s), method(m), peer(&p) {}
+    const uint16_t service;
+    const uint16_t method;
+    const std::string* const peer;  // outlives the run (its connection)
     std::chrono::steady_clock::time_point started;
-    bool reported = false;
+    bool reported = false;  // under the watch's lock
   };
-  using Token = std::list<Run>::iterator;
 
   HandlerWatch(std::string server, std::chrono::milliseconds threshold);
   ~HandlerWatch();  // joins the watching thread
   HandlerWatch(const HandlerWatch&) = delete;
   HandlerWatch& operator=(const HandlerWatch&) = delete;
 
-  Token begin(uint16_t service, uint16_t method, const std::string& peer);
-  void end(Token t);
+  // Watches run from now until end(run).
+  void begin(Run& run);
+  void end(Run& run);
 
  private:
   void watch_loop();
@@ -47,7 +51,7 @@ class HandlerWatch {
   const std::chrono::milliseconds threshold_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::list<Run> running_;
+  boost::intrusive::list<Run> running_;
   bool stopping_ = false;
   std::thread thread_;  // last: started once the rest is built
 };

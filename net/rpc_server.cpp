@@ -210,7 +210,8 @@ class RpcServerImpl final : public RpcServer, public RequestSink {
     const HandlerMode mode = it->second.mode;
     if (mode == HandlerMode::kInline ||
         (mode == HandlerMode::kShortBlocking && req.may_block_here)) {
-      const HandlerWatch::Token watched = watch_->begin(req.service, req.method, conn->peer());
+      HandlerWatch::Run watched(req.service, req.method, conn->peer());
+      watch_->begin(watched);
       const bool done = run(*conn, req, it->second, /*in_place=*/true,
                             /*may_defer=*/mode == HandlerMode::kShortBlocking);
       watch_->end(watched);

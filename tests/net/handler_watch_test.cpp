@@ -35,7 +35,8 @@ class HandlerWatchTest : public ::testing::Test {
 TEST_F(HandlerWatchTest, NamesALongRunWhileItRunsAndWhenItEnds) {
   const std::string peer = "tcp://127.0.0.1:4242";
   HandlerWatch watch("tcp://127.0.0.1:7000", std::chrono::milliseconds(100));
-  auto run = watch.begin(3, 17, peer);
+  HandlerWatch::Run run(3, 17, peer);
+  watch.begin(run);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // past one check
   const std::string during = logged();
   EXPECT_NE(during.find("handler 3.17 for tcp://127.0.0.1:4242 has run"), std::string::npos)
@@ -49,8 +50,13 @@ TEST_F(HandlerWatchTest, NamesALongRunWhileItRunsAndWhenItEnds) {
 TEST_F(HandlerWatchTest, ABriefRunIsNotLogged) {
   const std::string peer = "tcp://127.0.0.1:4243";
   HandlerWatch watch("tcp://127.0.0.1:7001", std::chrono::milliseconds(2000));
-  for (int i = 0; i < 100; ++i) watch.end(watch.begin(3, 18, peer));
-  auto run = watch.begin(3, 19, peer);
+  for (int i = 0; i < 100; ++i) {
+    HandlerWatch::Run brief(3, 18, peer);
+    watch.begin(brief);
+    watch.end(brief);
+  }
+  HandlerWatch::Run run(3, 19, peer);
+  watch.begin(run);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));  // a check passes, under threshold
   watch.end(run);
   EXPECT_EQ(logged().find("handler 3."), std::string::npos) << logged();

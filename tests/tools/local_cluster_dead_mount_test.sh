@@ -13,13 +13,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-base=""
-for _ in $(seq 1 50); do
-  p=$((20000 + RANDOM % 9000))
-  if free "$p" && free $((p + 1)) && free $((p + 2)) && free $((p + 3)); then base=$p; break; fi
-done
-[ -n "$base" ] || { echo "FAIL: no four free ports found"; exit 1; }
+# shellcheck source=free_ports.sh
+source "$(dirname "$0")/free_ports.sh"
+pick_base_port
 
 start() { timeout 120 "$tool" start --dir "$dir/c" --build "$build" --port "$base" 2>&1; }
 out=$(start) || { echo "FAIL: the first start failed: $out"; exit 1; }

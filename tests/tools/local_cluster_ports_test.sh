@@ -15,14 +15,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# A base port whose MDS and three data-server ports are all free.
-base=""
-for _ in $(seq 1 50); do
-  p=$((20000 + RANDOM % 9000))
-  if free "$p" && free $((p + 1)) && free $((p + 2)) && free $((p + 3)); then base=$p; break; fi
-done
-[ -n "$base" ] || { echo "FAIL: no four free ports found"; exit 1; }
+# shellcheck source=free_ports.sh
+source "$(dirname "$0")/free_ports.sh"
+pick_base_port
 
 fail=0
 check_refused() {  # port-to-hold name
