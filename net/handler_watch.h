@@ -12,7 +12,6 @@
 #pragma once
 
 #include <boost/intrusive/list.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
