@@ -431,16 +431,17 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
   // 2b. An EC chain with fewer than K members serving can rebuild nobody
   // (a rebuild reads K others), so members returning one at a time would
   // wait for each other for good (a whole cluster stopped and started).
-  // A returning data member is taken back as it is: nothing is written to
-  // a data position while its member is away (writes to it wait for it,
-  // and so do truncates), so what it holds is current but for an update
-  // under way when it went, which its next write completes. Parity
+  // A returning data member is taken back as it is, unless a stand-in took
+  // writes of its position meanwhile (stood_in, MdsNoteStandIn): otherwise
+  // nothing is written to a data position while its member is away
+  // (truncates wait for it), so what it holds is current but for an
+  // update under way when it went, which its next write completes. Parity
   // members missed the deltas of writes meanwhile: they sync once K serve.
   if (ec && c.moves_size() == 0 &&
       count_state(c, pb::MEMBER_SERVING) < static_cast<int>(c.ec_data())) {
     for (int i = 0; i < c.members_size() && i < static_cast<int>(c.ec_data()); ++i) {
       pb::ChainMember* m = c.mutable_members(i);
-      if (m->state() != pb::MEMBER_OFFLINE || !heard(m->target_id())) continue;
+      if (m->state() != pb::MEMBER_OFFLINE || !heard(m->target_id()) || m->stood_in()) continue;
       m->set_state(pb::MEMBER_SERVING);
       m->set_since_ms(now_ms);
       SLOG_INFO(
@@ -580,6 +581,7 @@ Result<pb::Chain> ChainTable::sync_report(const pb::ReportChainSyncRequest& req,
     progress.erase(req.target_id());
     m->set_state(pb::MEMBER_SERVING);
     m->set_since_ms(now_ms);
+    m->set_stood_in(false);  // rebuilt: it holds what its stand-in took
     touch(c.chain_id());
     finish();
     SLOG_INFO("chain {}: target {} synced from target {} ({} chunks, {} bytes), serving, version {}",
@@ -587,6 +589,36 @@ Result<pb::Chain> ChainTable::sync_report(const pb::ReportChainSyncRequest& req,
               req.bytes_done(), c.version());
   }
   return shipped(c);
+}
+
+Status ChainTable::note_stand_in(const pb::NoteStandInRequest& req) {
+  const std::string what = "stand-in for position " + std::to_string(req.position()) +
+                           " of chain " + std::to_string(req.chain_id()) + " (target " +
+                           std::to_string(req.stand_in_target_id()) + ")";
+  auto it = chains_.find(req.chain_id());
+  if (it == chains_.end()) return Status::NotFound(what + ": the chain is not in the table");
+  pb::Chain& c = it->second;
+  if (c.scheme() != pb::SCHEME_EC || req.position() >= c.ec_data() ||
+      req.position() >= static_cast<uint32_t>(c.members_size())) {
+    return Status::InvalidArgument(what + ": not a data position of an EC chain");
+  }
+  if (req.chain_version() != c.version()) {
+    return Status::StaleChain(what + ": under version " + std::to_string(req.chain_version()) +
+                              ", the chain is at " + std::to_string(c.version()));
+  }
+  pb::ChainMember* m = c.mutable_members(static_cast<int>(req.position()));
+  if (m->state() != pb::MEMBER_OFFLINE) {
+    return Status::StaleChain(what + ": its member, target " + std::to_string(m->target_id()) +
+                              ", is " + pb::ChainMemberState_Name(m->state()));
+  }
+  if (!m->stood_in()) {
+    m->set_stood_in(true);
+    dirty_.insert(c.chain_id());
+    SLOG_INFO("chain {}: target {} stands in for data position {} (target {} is away): it is "
+              "rebuilt when back",
+              c.chain_id(), req.stand_in_target_id(), req.position(), m->target_id());
+  }
+  return Status::OK();
 }
 
 bool ChainTable::placeable(const pb::Chain& c, const std::map<uint32_t, TargetView>& t) const {

@@ -102,6 +102,12 @@ class ChainTable {
   // syncing.
   Result<proto::mds::Chain> sync_report(const proto::mds::ReportChainSyncRequest& req,
                                         uint64_t now_ms);
+  // MdsNoteStandIn: marks the offline member of an EC data position
+  // stood_in (persisted with the table, no new chain version: only the
+  // MDS acts on it). StaleChain when the chain moved or the member is not
+  // offline; NotFound / InvalidArgument for a chain or position that is
+  // not an EC data position.
+  Status note_stand_in(const proto::mds::NoteStandInRequest& req);
 
   // chain_count placeable chains of shape for a new layout (fewer when the
   // table has fewer), rotating so consecutive files start on different

@@ -104,6 +104,8 @@ class ClusterMap {
   // A resync source's progress or end (ChainTable::sync_report).
   Result<proto::mds::ReportChainSyncReply> report_chain_sync(
       const proto::mds::ReportChainSyncRequest& req);
+  // MdsNoteStandIn: ChainTable::note_stand_in, persisted before the reply.
+  Status note_stand_in(const proto::mds::NoteStandInRequest& req);
   // surgectl rebalance (ChainTable::rebalance); max_moves 0: the
   // configured bound. Persisted before it answers.
   Result<proto::mds::RebalanceReply> rebalance(const proto::mds::RebalanceRequest& req);

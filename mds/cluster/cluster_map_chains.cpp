@@ -144,6 +144,17 @@ Result<pb::ReportChainSyncReply> ClusterMap::report_chain_sync(
   });
 }
 
+Status ClusterMap::note_stand_in(const pb::NoteStandInRequest& req) {
+  std::lock_guard lk(mu_);
+  return retry_stale_locked([&]() -> Status {
+    SURGE_RETURN_IF_ERROR(chains_.note_stand_in(req));
+    if (chains_.dirty()) {
+      SURGE_RETURN_IF_ERROR_CTX(persist_locked(nullptr), "persisting the chain table");
+    }
+    return Status::OK();
+  });
+}
+
 Result<ChainHead> ClusterMap::chain_head(uint32_t chain_id) const {
   std::lock_guard lk(mu_);
   const pb::Chain* c = chains_.find(chain_id);

@@ -96,6 +96,9 @@ void register_mds_handlers(net::RpcServer& server, Namespace& ns, ClusterMap& ma
                                  ctx.peer(), resp.moves_size());
                        return Status::OK();
                      });
+  bind<MdsNoteStandIn>(server, metrics, "note_stand_in",
+                       [&map](RpcContext&, const NoteStandInRequest& req,
+                              NoteStandInReply&) -> Status { return map.note_stand_in(req); });
   bind<MdsReportChainSync>(
       server, metrics, "report_chain_sync",
       [&map](RpcContext&, const ReportChainSyncRequest& req, ReportChainSyncReply& resp) -> Status {

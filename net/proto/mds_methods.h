@@ -21,6 +21,7 @@ using MdsReportTargetFailure =
     net::MethodDef<kServiceMds, 5, ReportTargetFailureRequest, ReportTargetFailureReply>;
 using MdsReportChainSync =
     net::MethodDef<kServiceMds, 6, ReportChainSyncRequest, ReportChainSyncReply>;
+using MdsNoteStandIn = net::MethodDef<kServiceMds, 45, NoteStandInRequest, NoteStandInReply>;
 using MdsRebalance = net::MethodDef<kServiceMds, 7, RebalanceRequest, RebalanceReply>;
 
 // client sessions

@@ -510,6 +510,58 @@ TEST_F(ChainTableTest, EcDataMemberSyncsWhenKServe) {
   EXPECT_EQ(state_of(chain(cid), m[0]), pb::MEMBER_SYNCING);
 }
 
+// A data position whose writes went to a stand-in while its member was
+// away (MdsNoteStandIn) holds stale chunks: its member is never taken back
+// as it is, even with fewer than K serving; it syncs once K serve, and
+// the mark goes when it serves again.
+TEST_F(ChainTableTest, EcDataMemberStoodInForIsRebuiltNotTakenBackAsItIs) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
+  pb::NoteStandInRequest note;
+  note.set_chain_id(cid);
+  note.set_chain_version(chain(cid).version());
+  note.set_position(1);
+  note.set_stand_in_target_id(m[2]);
+  ASSERT_TRUE(table_->note_stand_in(note).ok());
+  EXPECT_TRUE(chain(cid).members(1).stood_in());
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1]}), kNow + 1));  // data 0 too
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 2));  // both return
+  EXPECT_EQ(state_of(chain(cid), m[0]), pb::MEMBER_SERVING);  // as it is
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);  // rebuilt
+  pb::ReportChainSyncRequest done;
+  done.set_chain_id(cid);
+  done.set_chain_version(chain(cid).version());
+  done.set_target_id(m[1]);
+  done.set_source_target_id(m[1]);
+  done.set_done(true);
+  ASSERT_TRUE(table_->sync_report(done, kNow + 3).ok());
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SERVING);
+  EXPECT_FALSE(chain(cid).members(1).stood_in());
+}
+
+// Only the offline member of a data position, under the chain's version.
+TEST_F(ChainTableTest, EcStandInNoteRefusedUnlessTheDataMemberIsOffline) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  pb::NoteStandInRequest note;
+  note.set_chain_id(cid);
+  note.set_chain_version(chain(cid).version());
+  note.set_position(0);
+  EXPECT_EQ(table_->note_stand_in(note).code(), Code::kStaleChain);  // it serves
+  const auto m = members(chain(cid));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0]}), kNow));
+  EXPECT_EQ(table_->note_stand_in(note).code(), Code::kStaleChain);  // an older version
+  note.set_chain_version(chain(cid).version());
+  note.set_position(2);
+  EXPECT_EQ(table_->note_stand_in(note).code(), Code::kInvalidArgument);  // parity
+  note.set_position(0);
+  EXPECT_TRUE(table_->note_stand_in(note).ok());
+  EXPECT_FALSE(chain(cid).members(1).stood_in());
+  EXPECT_TRUE(chain(cid).members(0).stood_in());
+}
+
 TEST_F(ChainTableTest, EcPlacementRotatesOverEveryFirstPosition) {
   ASSERT_TRUE(*table_->form(ec(4, 2), {1, 2, 3, 4, 5, 6}, kNow));
   std::map<uint32_t, int> first;
