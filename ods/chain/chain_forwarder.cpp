@@ -134,7 +134,10 @@ Result<ChainForwarder::SentForward> ChainForwarder::send_to(const ChainPlace& pl
     region = {const_cast<std::byte*>(u.data.data()), u.data.size(), net::BulkAccess::kServerPull};
     bulk = {&region, 1};
   }
-  if (u.kind == pb::UPDATE_EC_DELTA) req.set_source_position(u.source_position);
+  if (u.kind == pb::UPDATE_EC_DELTA) {
+    req.set_source_position(u.source_position);
+    req.set_ec_stand_in(u.ec_stand_in);
+  }
   if (u.kind == pb::UPDATE_TRUNCATE) req.set_size(u.size);
   if (u.kind == pb::UPDATE_FALLOCATE) {
     req.set_offset(u.offset);

@@ -45,6 +45,7 @@ struct ChunkUpdate {
   bool sync = false;
   uint64_t truncate_seq = 0;  // the sender's truncate generation after it
   uint32_t source_position = 0;  // EC_DELTA: the data position it is from
+  bool ec_stand_in = false;      // EC_DELTA: sent by that position's stand-in
 };
 
 struct ChainForwarderOptions {

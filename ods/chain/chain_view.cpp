@@ -156,6 +156,15 @@ Result<mds::ReportChainSyncReply> ChainView::report_sync(const mds::ReportChainS
   return resp;
 }
 
+Status ChainView::note_stand_in(const mds::NoteStandInRequest& req) {
+  mds::NoteStandInReply resp;
+  return call_mds<mds::MdsNoteStandIn>(
+      req, &resp,
+      "noting that target " + std::to_string(req.stand_in_target_id()) +
+          " stands in for position " + std::to_string(req.position()) + " of chain " +
+          std::to_string(req.chain_id()));
+}
+
 Result<ChainPlace> ChainView::place_locked(uint32_t chain_id, uint32_t me) const {
   auto it = chains_.find(chain_id);
   if (it == chains_.end()) {

@@ -109,6 +109,8 @@ class ChainView {
   // MdsReportChainSync for a resync this server is the source of.
   Result<proto::mds::ReportChainSyncReply> report_sync(
       const proto::mds::ReportChainSyncRequest& req);
+  // MdsNoteStandIn before this server stands in for an EC data position.
+  Status note_stand_in(const proto::mds::NoteStandInRequest& req);
   // Called (on the fetching thread) after every fetch that moved the map.
   void on_change(std::function<void()> fn);
   uint32_t own_id() const { return own_id_(); }

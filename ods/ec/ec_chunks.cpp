@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "net/proto/ods_write_pieces.h"
 #include "ods/chain/chunk_lives.h"
+#include "ods/ec/chunk_bytes.h"
 #include "ods/ec/position_reads.h"
 
 namespace surge::ods {
@@ -31,32 +32,6 @@ ChunkKey key_of(const pb::ChunkRef& ref) {
 
 std::string name_of(const pb::ChunkRef& ref) {
   return key_of(ref).describe() + " of EC chain " + std::to_string(ref.chain_id());
-}
-
-// [at, at + dst.size()) of rec's bytes; zeros past its end.
-Status read_range(ChunkStore& chunks, const ChunkRecord& rec, uint64_t at, std::span<std::byte> dst,
-                  const std::string& what) {
-  size_t done = 0;
-  while (done < dst.size()) {
-    auto got = chunks.objects().read(rec.object_id, at + done, dst.subspan(done));
-    if (!got.ok()) return got.status().WithContext(what);
-    if (*got == 0) break;
-    done += *got;
-  }
-  if (done < dst.size()) std::memset(dst.data() + done, 0, dst.size() - done);
-  return Status::OK();
-}
-
-void xor_into(std::byte* dst, const std::byte* src, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t a, b;
-    std::memcpy(&a, dst + i, 8);
-    std::memcpy(&b, src + i, 8);
-    a ^= b;
-    std::memcpy(dst + i, &a, 8);
-  }
-  for (; i < n; ++i) dst[i] ^= src[i];
 }
 
 std::string version_text(uint64_t v) {
@@ -119,7 +94,16 @@ EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forw
           }),
       rebuild_(
           chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
-          [this](const ChunkKey& key) { kept_.erase(key); }, lagging_) {
+          [this](const ChunkKey& key) { kept_.erase(key); }, lagging_),
+      stand_in_(
+          chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); }, lagging_,
+          [this](const ChainPlace& as_source, const pb::ChunkRef& ref, uint64_t at,
+                 std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq, bool sync,
+                 uint64_t skip) {
+            return send_deltas(as_source, ref, at, delta, v, truncate_seq, sync,
+                               "stand-in delta of " + name_of(ref) + " at " + version_text(v),
+                               skip, true);
+          }) {
   sweeper_ = std::jthread([this](std::stop_token stop) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -144,6 +128,7 @@ Result<const ec::RsCodec*> EcChunks::codec(const ChainPlace& place) {
 
 Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const ChainPlace& place,
                        net::PoolBuffer buf, pb::WriteReply& resp) {
+  if (req.ec_stand_in()) return stand_in_.write(ctx, req, place, std::move(buf), resp);
   const std::string what = "EC write of " + name_of(req.ref());
   SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
   const bool parity = place.ec_position >= place.ec_data;
@@ -518,9 +503,10 @@ Status EcChunks::send_lost_delta(const ChainPlace& place, const ChunkKey& key, u
 
 Status EcChunks::send_deltas(const ChainPlace& place, const pb::ChunkRef& ref, uint64_t at,
                              std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq,
-                             bool sync, const std::string& what, uint64_t skip) {
+                             bool sync, const std::string& what, uint64_t skip, bool stand_in) {
   const uint32_t k = place.ec_data;
   ChunkUpdate u;
+  u.ec_stand_in = stand_in;
   u.kind = pb::UPDATE_EC_DELTA;
   u.version = v;
   u.offset = at;
@@ -722,6 +708,14 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
     return Status::InvalidArgument(what + ": a delta goes from a data position (0.." +
                                    std::to_string(k - 1) + ") to a parity position, at a version");
   }
+  if (req.ec_stand_in() && !EcStandIn::position_down(place, src)) {
+    // Its member is back (or never left, as this member sees the chain):
+    // only the member writes its chunk now (stand_in.h, the fence).
+    return Status::StaleChain(what + ": position " + std::to_string(src) + " (target " +
+                              std::to_string(place.ec_members[src].target_id) +
+                              ") takes its own writes in chain version " +
+                              std::to_string(place.version) + "; its stand-in's deltas end");
+  }
   const uint64_t off = req.offset(), len = req.length();
   const uint64_t max_size = chained_.chunks().objects().options().max_object_size;
   if (len == 0 || off > max_size || len > max_size - off || len > buf.capacity()) {
@@ -782,11 +776,22 @@ Status EcChunks::apply_delta(net::RpcContext& ctx, const pb::ChainForwardRequest
                               .WithContext(what));
     // Dirty while the bytes change: a reader never combines a half-applied
     // parity with data, and a crash here leaves it marked for repair.
+    const ChunkRecord before = rec;
     const uint64_t pv = rec.version + 1;
     rec.version = pv;
     rec.applied[src] = v;
     rec.applied_truncate[src] = std::max(rec.applied_truncate[src], req.ref().truncate_seq());
     SURGE_RETURN_IF_ERROR(chunks.index().put(key, rec, false));
+    if (req.ec_stand_in()) {
+      // The fence (stand_in.h): dirty first, then the chain checked, so a
+      // rebuild of src that read this chunk clean is seen here.
+      Status fence = chained_.still_current(place, what);
+      if (!fence.ok()) {
+        SURGE_RETURN_IF_ERROR(chunks.index().put(key, before, false));
+        chained_.waits().changed();
+        return fence;
+      }
+    }
     iovec seg{parity.get(), len};
     auto stored = chunks.objects().write(rec.object_id, off, {&seg, 1}, req.sync());
     if (!stored.ok()) return stored.status().WithContext(what);
@@ -827,7 +832,8 @@ Status EcChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req, const Ch
     return Status::Unavailable(what + ": target " + std::to_string(view_.own_id()) +
                                " holds it incomplete at " + version_text(rec->version));
   }
-  if (parity && rec->dirty()) return changing(*rec);
+  const bool clean = parity || req.clean_only();
+  if (clean && rec->dirty()) return changing(*rec);
   uint64_t want = len;
   // A data chunk that has not applied the file's last truncate reads as
   // cut. Parity never: its bytes are the code of the data positions'
@@ -853,7 +859,7 @@ Status EcChunks::read(net::RpcContext& ctx, const pb::ReadRequest& req, const Ch
   // The bytes pushed are those of the version named only if no update
   // came meanwhile (updates take the order, reads do not).
   SURGE_ASSIGN_OR_RETURN(auto again, chained_.record(key, req.ref(), false));
-  if (!again || again->version != rec->version || (parity && again->dirty())) {
+  if (!again || again->version != rec->version || (clean && again->dirty())) {
     return changing(again ? *again : *rec);
   }
   resp.set_length(done);

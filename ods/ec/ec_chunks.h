@@ -53,8 +53,8 @@
 // left dirty in the middle of an apply included, and completes an update
 // whose delta reached some parity positions only.
 //
-// Not here yet (issue 16): writes to a data position whose member is down
-// (they wait for it).
+// * A data position whose member is down takes its writes through a
+//   stand-in, its chain's first SERVING parity position (stand_in.h).
 #pragma once
 
 #include <chrono>
@@ -79,6 +79,7 @@
 #include "ods/ec/ec_rebuild.h"
 #include "ods/ec/kept_deltas.h"
 #include "ods/ec/lagging_parity.h"
+#include "ods/ec/stand_in.h"
 
 namespace surge::ods {
 
@@ -183,7 +184,7 @@ class EcChunks {
   // position of place's write chain not in skip and waits for all of them.
   Status send_deltas(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
                      std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq, bool sync,
-                     const std::string& what, uint64_t skip);
+                     const std::string& what, uint64_t skip, bool stand_in = false);
 
   // Under key's update order, at a data position: cuts rec to size (when
   // longer), from its end backwards one buffer at a time, each cut an
@@ -222,6 +223,7 @@ class EcChunks {
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
   LaggingParity lagging_;            // uses codec()
   EcRebuild rebuild_;                // uses codec() and lagging_: stopped before codecs_ go
+  EcStandIn stand_in_;               // uses codec(), lagging_ and send_deltas()
   std::set<uint32_t> noted_chains_;  // note_unsent()'s, on the sweeper thread
   std::jthread sweeper_;             // last: stopped and joined first
 };

@@ -268,10 +268,12 @@ Result<EcRebuild::Rebuilt> EcRebuild::rebuild_data(const ChainPlace& place, cons
         if (held) SURGE_RETURN_IF_ERROR(chunks.remove(key, *held, false));
         return Rebuilt{};
       }
-      if (held && !held->incomplete && held->version == *target) {
+      if (held && !held->incomplete && !held->dirty() && held->version == *target) {
         // Held here already at the version the parity names (a member back
         // from a restart; its bytes of that version were stored before the
-        // parity was sent their delta).
+        // parity was sent their delta). Not a dirty copy: its last update
+        // may have reached no parity position, and a stand-in may have
+        // given the same version to other bytes while it was down.
         held->committed_version = held->version;
         SURGE_RETURN_IF_ERROR(chunks.index().put(key, *held, false));
         return Rebuilt{0, true};

@@ -20,7 +20,7 @@ proto::ods::ChunkRef ref_in_chain(const ChainPlace& place, const ChunkKey& key) 
 
 Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace& place,
                                      uint32_t position, const ChunkKey& key, uint64_t off,
-                                     std::span<std::byte> dst) {
+                                     std::span<std::byte> dst, bool clean_only) {
   const ChainPlace::EcMember& m = place.ec_members.at(position);
   const std::string what = "reading " + ChunkKey{key.ino, key.slot, position}.describe() +
                            " of chain " + std::to_string(place.chain_id) + " at " +
@@ -32,6 +32,7 @@ Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace
   req.mutable_ref()->set_target_id(m.target_id);
   req.set_offset(off);
   req.set_held_copy(true);
+  req.set_clean_only(clean_only);
   req.set_length(dst.size());
   net::BulkRegion region{dst.data(), dst.size(), net::BulkAccess::kServerPush};
   proto::ods::ReadReply resp;

@@ -41,8 +41,10 @@ proto::ods::ChunkRef ref_in_chain(const ChainPlace& place, const ChunkKey& key);
 // Reads [off, off + dst.size()) of chunk {key.ino, key.slot, position}
 // from the member of `position` in place's chain, under place's version.
 // Errors name the position, its target and address.
+// clean_only: a data position's chunk with an update under way answers
+// ChunkDirty (ReadRequest.clean_only).
 Result<PositionWindow> read_position(ChainForwarder& forwarder, const ChainPlace& place,
                                      uint32_t position, const ChunkKey& key, uint64_t off,
-                                     std::span<std::byte> dst);
+                                     std::span<std::byte> dst, bool clean_only = false);
 
 }  // namespace surge::ods
