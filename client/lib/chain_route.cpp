@@ -92,6 +92,34 @@ Result<uint32_t> ec_writer(const pb::Chain& chain, uint32_t position, const Rout
   return ec_holder(chain, position, hint, true);
 }
 
+Result<uint32_t> ec_stand_in(const pb::Chain& chain, uint32_t position, const RouteHint& hint) {
+  const uint32_t k = chain.ec_data(), n = k + chain.ec_parity();
+  if (position >= k || position >= static_cast<uint32_t>(chain.members_size())) {
+    return Status::Unavailable(chain_text(chain) + ": position " + std::to_string(position) +
+                               " is no data position");
+  }
+  const auto state = chain.members(static_cast<int>(position)).state();
+  if (state == pb::MEMBER_SERVING || state == pb::MEMBER_SYNCING) {
+    return Status::Unavailable(chain_text(chain) + ": position " + std::to_string(position) +
+                               " takes its own writes");
+  }
+  for (uint32_t i = k; i < n && i < static_cast<uint32_t>(chain.members_size()); ++i) {
+    const auto& m = chain.members(static_cast<int>(i));
+    if (m.state() != pb::MEMBER_SERVING) continue;
+    // Only the first serving parity position stands in: a later one would
+    // refuse, so one that was tried waits for the map to move on.
+    if (avoided(hint, m.target_id())) {
+      return Status::Unavailable(chain_text(chain) + ": the stand-in for position " +
+                                 std::to_string(position) + " (parity position " +
+                                 std::to_string(i) + ", target " + std::to_string(m.target_id()) +
+                                 ") was tried already");
+    }
+    return m.target_id();
+  }
+  return Status::Unavailable(chain_text(chain) + ": position " + std::to_string(position) +
+                             " is down and no parity position serves to stand in for it");
+}
+
 uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe) {
   // splitmix64 over the three: neighbouring stripes land on different members.
   uint64_t x = ino * 0x9E3779B97F4A7C15ull ^ (uint64_t{slot} << 40) ^ stripe;

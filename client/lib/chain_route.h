@@ -14,8 +14,8 @@
 // * EC chains: member i holds position i, so every request for a chunk of
 //   position p goes to member p (ec_member); when it does not serve (or
 //   was tried), a read is rebuilt from K other positions. A write goes to
-//   it while it is being rebuilt too (ec_writer), and waits while it is
-//   down.
+//   it while it is being rebuilt too (ec_writer); while it is down, a
+//   write of a data position goes to the chain's stand-in (ec_stand_in).
 // Unavailable naming the chain when no member is left: the IO fails then.
 #pragma once
 
@@ -49,6 +49,13 @@ Result<uint32_t> ec_member(const proto::mds::Chain& chain, uint32_t position,
 // member being rebuilt rebuilds a chunk before it writes it).
 Result<uint32_t> ec_writer(const proto::mds::Chain& chain, uint32_t position,
                            const RouteHint& hint);
+
+// A write of data position `position` whose member is down (neither
+// SERVING nor SYNCING): the chain's first SERVING parity position, which
+// stands in for it (docs/redundancy.md, "EC degraded writes"), when not in
+// hint.avoid; Unavailable otherwise.
+Result<uint32_t> ec_stand_in(const proto::mds::Chain& chain, uint32_t position,
+                             const RouteHint& hint);
 
 // The key chain_reader spreads by: one per stripe unit of one chunk.
 uint64_t read_spread_key(uint64_t ino, uint32_t slot, uint64_t stripe);

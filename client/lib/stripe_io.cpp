@@ -60,7 +60,7 @@ void set_chunk_ref(ods::ChunkRef* ref, const IoRequest& r, const ChunkPiece& c, 
 namespace {
 
 net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p, uint32_t target,
-                      uint64_t chain_version, std::chrono::milliseconds timeout) {
+                      uint64_t chain_version, bool ec_stand_in, std::chrono::milliseconds timeout) {
   const ChunkPiece& c = p.chunk;
   const uint64_t object_id = c.chain_id == 0 ? r.ino : 0;
   switch (r.op) {
@@ -70,6 +70,7 @@ net::PendingCall send(net::RpcChannel& ch, const IoRequest& r, const IoPiece& p,
       set_chunk_ref(req.mutable_ref(), r, c, target, chain_version);
       req.set_offset(c.chunk_offset);
       req.set_length(c.length);
+      req.set_ec_stand_in(ec_stand_in);
       const std::byte* src = r.buf + p.buf_offset;
       ods::set_piece_crcs(req, src, c.length);
       net::BulkRegion region{const_cast<std::byte*>(src), c.length, net::BulkAccess::kServerPull};
@@ -198,6 +199,13 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
     if (chain->scheme() == proto::mds::SCHEME_EC) {
       auto member = b.req_.op == IoOp::kRead ? ec_member(*chain, c.chunk.position, a.piece.hint)
                                              : ec_writer(*chain, c.chunk.position, a.piece.hint);
+      if (!member.ok() && b.req_.op == IoOp::kWrite) {
+        auto stand_in = ec_stand_in(*chain, c.chunk.position, a.piece.hint);
+        if (stand_in.ok()) {
+          member = stand_in;
+          a.ec_stand_in = true;
+        }
+      }
       if (member.ok()) {
         a.target_id = *member;
       } else if (b.req_.op == IoOp::kRead) {
@@ -223,7 +231,8 @@ void StripeIo::issue(IoBatch& b, IoPiece piece) {
   }
   auto ch = connect(a);
   if (!ch.ok()) return fail(ch.status(), a.unreachable, a.no_route);
-  net::PendingCall call = send(**ch, b.req_, a.piece, a.target_id, a.chain_version, b.timeout_);
+  net::PendingCall call =
+      send(**ch, b.req_, a.piece, a.target_id, a.chain_version, a.ec_stand_in, b.timeout_);
   b.inflight_bytes_ += c.length;
   b.calls_.push_back(IoBatch::Call{std::move(call), std::move(a)});
 }

@@ -91,6 +91,7 @@ struct PieceFailure {
   IoPiece piece;
   uint32_t target_id = 0;      // where it went (0: nowhere)
   uint64_t chain_version = 0;  // the chain version it carried
+  bool ec_stand_in = false;    // an EC data position's write sent to its stand-in
   std::string addr;            // the target's address ("" when none was found)
   Status status;               // the raw outcome: an error reply or a transport error
   bool unreachable = false;    // is_unreachable: the target did not answer
