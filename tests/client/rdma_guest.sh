@@ -19,10 +19,11 @@
 # data servers, truncates, degraded reads rebuilt from K positions into
 # heap buffers (client_ec_io_test's whole-group and random-write cases,
 # client_ec_degraded_test: about 2 min in the VM; all of client_ec_io_test
-# passed there too, 131 s). Second argument "ec": only these, every case,
-# and client_ec_rebuild_test (the rebuild reads the other positions over
-# RDMA; 185 s in the VM, left out of the default run for the test
-# command's time).
+# passed there too, 131 s), and one case of client_ec_degraded_write_test
+# (writes to a down data position through its stand-in). Second argument
+# "ec": only these, every case, and client_ec_rebuild_test (the rebuild
+# reads the other positions over RDMA; 185 s in the VM, left out of the
+# default run for the test command's time).
 #
 # The clusters' directories go to the guest's tmpfs /dev/shm
 # (SURGE_TEST_TMPDIR, tests/client/local_cluster.h): the guest's /tmp is
@@ -67,11 +68,15 @@ if [ "$CHAINS" = ec ]; then
   run "$LIMIT" client_ec_io_test
   run "$LIMIT" client_ec_degraded_test
   run "$LIMIT" client_ec_rebuild_test
+  run "$LIMIT" client_ec_degraded_write_test
   exit $rc
 fi
 run "$LIMIT" client_ec_io_test \
   --gtest_filter=EcIo.WholeGroupsAreEncodedByTheClient:EcIo.RandomOverwritesAndTruncatesMatchAModel
 run "$LIMIT" client_ec_degraded_test
+# Degraded writes: the stand-in reads the group and sends deltas over RDMA.
+run "$LIMIT" client_ec_degraded_write_test \
+  --gtest_filter=EcDegradedWrite.WritesToADownDataPositionLandAndSurviveItsReturn
 # Every libsurge case but one: the open/close/truncate race is the
 # client's own (200 rounds of a 4 MiB write, 84 of the test's 114 s in the
 # VM on a quiet host), not the transport's; it runs over TCP in main.
