@@ -51,6 +51,8 @@ std::string ec_positions_text(const pb::Chain& c) {
     if (!s.empty()) s += ", ";
     s += ec_position_name(static_cast<uint32_t>(p), c.ec_data()) + " target " +
          std::to_string(m.target_id()) + " " + member_state_name(m.state());
+    // Its writes went to a stand-in while it was away: rebuilt when back.
+    if (m.stood_in()) s += " (stood in for)";
   }
   return s;
 }

@@ -39,7 +39,9 @@ Json health_json(const ChainHealthCounts& n) {
 Json chain_json(const pb::Chain& c) {
   Json members = Json::array();
   for (const auto& m : c.members()) {
-    members.push_back(Json{{"target", m.target_id()}, {"state", member_state_name(m.state())}});
+    Json member{{"target", m.target_id()}, {"state", member_state_name(m.state())}};
+    if (m.stood_in()) member["stood_in"] = true;
+    members.push_back(std::move(member));
   }
   Json sync = Json::array();
   for (const auto& p : c.sync()) {
