@@ -14,9 +14,13 @@
 #        unit of a group, a parity delta from its data position to both
 #        parity positions (the partial-group path)
 # then IOR-hard-like writes and reads (JOBS tasks interleaving 47,008-byte
-# records in one shared file) in r1 and ec, then degraded reads: files
-# written to /ec and kept, data server 0 killed (it holds a position of
-# every EC chain), read back by a fresh client.
+# records in one shared file) in r1 and ec, then degraded reads and
+# writes: files written to /ecdeg and kept, read back and written over
+# (healthy), then data server 0 killed (it holds a position of every EC
+# chain) and the same by a fresh client: reads rebuild its positions from
+# K others, writes of its data positions go to their stand-ins (a new EC
+# file cannot be placed while a chain misses a member, so these overwrite
+# the kept files).
 # Each figure is the best of REPEAT runs (other load only makes a run slower).
 #   SIZE=1g JOBS=2 REPEAT=3 bash tests/client/bench_ec.sh [BUILD_DIR]
 # Needs root (tmpfs).
@@ -109,11 +113,16 @@ out=$(bench ecdeg -w -e -k) || { echo "bench_ec: writing /ecdeg failed: $out" >&
 for _ in $(seq 1 "$REPEAT"); do
   out=$(bench ecdeg -r -k) || { echo "bench_ec: reading /ecdeg failed: $out" >&2; exit 1; }
   keep_best "deg,healthy" "$(rate "$out" read)"
+  out=$(bench ecdeg -w -e -k) || { echo "bench_ec: writing over /ecdeg failed: $out" >&2; exit 1; }
+  keep_best "deg,healthy-w" "$(rate "$out" write)"
 done
 kill -KILL "$(cat "$DIR/run/ods0.pid")"
 for _ in $(seq 1 "$REPEAT"); do
   out=$(bench ecdeg -r -k) || { echo "bench_ec: degraded read of /ecdeg failed: $out" >&2; exit 1; }
   keep_best "deg,degraded" "$(rate "$out" read)"
+  out=$(bench ecdeg -w -e -k) ||
+    { echo "bench_ec: degraded write over /ecdeg failed: $out" >&2; exit 1; }
+  keep_best "deg,degraded-w" "$(rate "$out" write)"
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
@@ -127,6 +136,7 @@ printf "%-30s %12s %12s\n" "IOR-hard-like r1" "${R[hard-r1,w]:-0}" "${R[hard-r1,
 printf "%-30s %12s %12s\n" "IOR-hard-like ec" "${R[hard-ec,w]:-0}" "${R[hard-ec,r]:-0}"
 printf "%-30s %12s %12s\n" "IOR-hard-like ec / r1" "$(ratio "${R[hard-ec,w]:-0}" "${R[hard-r1,w]:-0}")" \
   "$(ratio "${R[hard-ec,r]:-0}" "${R[hard-r1,r]:-0}")"
-printf "%-30s %12s %12s\n" "ec kept files: healthy read" "" "${R[deg,healthy]:-0}"
-printf "%-30s %12s %12s\n" "ec, data server 0 killed" "" "${R[deg,degraded]:-0}"
-printf "%-30s %12s %12s\n" "degraded / healthy" "" "$(ratio "${R[deg,degraded]:-0}" "${R[deg,healthy]:-0}")"
+printf "%-30s %12s %12s\n" "ec kept files, healthy" "${R[deg,healthy-w]:-0}" "${R[deg,healthy]:-0}"
+printf "%-30s %12s %12s\n" "ec, data server 0 killed" "${R[deg,degraded-w]:-0}" "${R[deg,degraded]:-0}"
+printf "%-30s %12s %12s\n" "degraded / healthy" "$(ratio "${R[deg,degraded-w]:-0}" "${R[deg,healthy-w]:-0}")" \
+  "$(ratio "${R[deg,degraded]:-0}" "${R[deg,healthy]:-0}")"
