@@ -83,6 +83,19 @@ Status EcStandIn::write(net::RpcContext& ctx, const pb::WriteRequest& req, const
   if (!position_down(place, p)) {
     return Status::WrongTarget(what + ": " + member_text(place, p) + " takes its own writes");
   }
+  // K positions beside p must serve to rebuild its bytes. Checked before
+  // the MDS marks p's member: a mark without a write would keep that
+  // member from coming back as it is for nothing, and with more members
+  // down the chain could then wait for it for good.
+  uint32_t serving = 0;
+  for (uint32_t i = 0; i < place.ec_members.size(); ++i) {
+    serving += i != p && place.ec_members[i].state == mpb::MEMBER_SERVING;
+  }
+  if (serving < k) {
+    return Status::Unavailable(what + ": only " + std::to_string(serving) +
+                               " other positions serve, " + std::to_string(k) +
+                               " needed to rebuild its bytes");
+  }
   SURGE_RETURN_IF_ERROR(noted(place, p, what));
   const uint64_t off = req.offset(), len = req.length();
   const size_t cap = buf.capacity();
@@ -259,12 +272,17 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
       continue;
     }
     if (!fits) continue;  // a delta landed between the reads and the order
-    if (ref.truncate_seq() > rec.applied_truncate[p]) {
+    // The truncate generation p is known to have applied: its last delta's,
+    // or this parity's own (the MDS sends a parity position a truncate only
+    // after every data position of its group applied it). A newer one in
+    // the ref is a truncate p has not applied: a write now would be cut
+    // when p's member applies it on its return.
+    const uint64_t p_truncate = std::max(rec.applied_truncate[p], rec.truncate_seq);
+    if (ref.truncate_seq() > p_truncate) {
       return Status::Unavailable(what + ": the file's truncate generation " +
                                  std::to_string(ref.truncate_seq()) + " is newer than the one " +
                                  "position " + std::to_string(p) + " applied (" +
-                                 std::to_string(rec.applied_truncate[p]) +
-                                 "); its member applies it when back");
+                                 std::to_string(p_truncate) + "); its member applies it when back");
     }
     // p's bytes as the group holds them: from the copies read and this
     // parity's own bytes.
@@ -293,6 +311,7 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
     const uint64_t pv = rec.version + 1;
     rec.version = pv;
     rec.applied[p] = v;
+    rec.applied_truncate[p] = p_truncate;
     SURGE_RETURN_IF_ERROR(chunks.index().put(key_own, rec, false).WithContext(what));
     Status fence = chained_.still_current(place, what);
     if (!fence.ok()) {
@@ -304,9 +323,8 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
     auto stored = chunks.objects().write(rec.object_id, at, {&seg, 1}, sync);
     if (!stored.ok()) return stored.status().WithContext(what);
     pb::ChunkRef ref_p = ref_in_chain(as_p, key_p);
-    ref_p.set_truncate_seq(rec.applied_truncate[p]);
-    Status sent = send_(as_p, ref_p, at, bytes, v, rec.applied_truncate[p], sync,
-                        uint64_t{1} << own);
+    ref_p.set_truncate_seq(p_truncate);
+    Status sent = send_(as_p, ref_p, at, bytes, v, p_truncate, sync, uint64_t{1} << own);
     // Committed here either way: a parity position the delta did not reach
     // names the version before, and the next stand-in write of the chunk
     // (or p's rebuild) completes it from the group.
