@@ -614,9 +614,10 @@ Status ChainTable::note_stand_in(const pb::NoteStandInRequest& req) {
   if (!m->stood_in()) {
     m->set_stood_in(true);
     dirty_.insert(c.chain_id());
-    SLOG_INFO("chain {}: target {} stands in for data position {} (target {} is away): it is "
-              "rebuilt when back",
-              c.chain_id(), req.stand_in_target_id(), req.position(), m->target_id());
+    SLOG_INFO(
+        "chain {}: target {} stands in for data position {} (target {} is away): it is "
+        "rebuilt when back",
+        c.chain_id(), req.stand_in_target_id(), req.position(), m->target_id());
   }
   return Status::OK();
 }

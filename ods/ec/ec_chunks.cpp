@@ -101,8 +101,8 @@ EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forw
                  std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq, bool sync,
                  uint64_t skip) {
             return send_deltas(as_source, ref, at, delta, v, truncate_seq, sync,
-                               "stand-in delta of " + name_of(ref) + " at " + version_text(v),
-                               skip, true);
+                               "stand-in delta of " + name_of(ref) + " at " + version_text(v), skip,
+                               true);
           }) {
   sweeper_ = std::jthread([this](std::stop_token stop) {
     std::mutex mu;

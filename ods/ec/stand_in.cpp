@@ -71,14 +71,16 @@ Status EcStandIn::write(net::RpcContext& ctx, const pb::WriteRequest& req, const
                                    std::to_string(k - 1) + ") and goes to a parity position");
   }
   if (req.ec_hold() || req.ec_group_versions_size() > 0) {
-    return Status::InvalidArgument(what + ": a stand-in write is a plain write (no ec_hold, no "
-                                          "group versions)");
+    return Status::InvalidArgument(what +
+                                   ": a stand-in write is a plain write (no ec_hold, no "
+                                   "group versions)");
   }
   const auto stand_in = stand_in_of(place);
   if (!stand_in || *stand_in != place.ec_position) {
-    return Status::WrongTarget(what + ": this member holds " +
-                               member_text(place, place.ec_position) + "; the stand-in is " +
-                               (stand_in ? member_text(place, *stand_in) : "none (no parity serves)"));
+    return Status::WrongTarget(
+        what + ": this member holds " + member_text(place, place.ec_position) +
+        "; the stand-in is " +
+        (stand_in ? member_text(place, *stand_in) : "none (no parity serves)"));
   }
   if (!position_down(place, p)) {
     return Status::WrongTarget(what + ": " + member_text(place, p) + " takes its own writes");
@@ -118,13 +120,11 @@ Status EcStandIn::write(net::RpcContext& ctx, const pb::WriteRequest& req, const
     std::span<const uint32_t> crcs =
         pbytes ? std::span<const uint32_t>(req.piece_crc32c().data() + first_piece, npieces)
                : std::span<const uint32_t>(whole_crc);
-    SURGE_RETURN_IF_ERROR(
-        pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what).status());
+    SURGE_RETURN_IF_ERROR(pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what).status());
     // Synced on every parity position before the reply, sync asked or
     // not: the parity is the new bytes' only copy, and a client's fsync
     // skips a position that is down.
-    SURGE_ASSIGN_OR_RETURN(version,
-                           write_unit(place, req.ref(), at, {buf.data(), n}, true, what));
+    SURGE_ASSIGN_OR_RETURN(version, write_unit(place, req.ref(), at, {buf.data(), n}, true, what));
     first_piece += npieces;
     done += n;
   }
@@ -173,7 +173,8 @@ Status EcStandIn::complete_lagging(const ChainPlace& place, const ChainPlace& as
     // if they still differ, the update is completed from the group.
     if (++splits < kSplitReads) continue;
     splits = 0;
-    SURGE_RETURN_IF_ERROR(lagging_.roll_forward(as_p, key_p, sources, cut->names).WithContext(what));
+    SURGE_RETURN_IF_ERROR(
+        lagging_.roll_forward(as_p, key_p, sources, cut->names).WithContext(what));
   }
   return Status::Unavailable(what + ": the parity positions kept naming two versions of position " +
                              std::to_string(p) + " (" + std::to_string(kFitAttempts) + " tries)");
@@ -245,7 +246,8 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
     if (dirty) continue;
     std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key_own);
     SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
-    SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key_own, ref_in_chain(place, key_own), true));
+    SURGE_ASSIGN_OR_RETURN(auto found,
+                           chained_.record(key_own, ref_in_chain(place, key_own), true));
     ChunkRecord rec = chained_.begin_life(*found);
     if (rec.applied_count == 0) rec.applied_count = k;
     if (rec.applied_count != k) {
@@ -259,7 +261,8 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
     for (size_t i = 0; i < others.size(); ++i) {
       const PositionWindow& w = read[others[i]];
       split = split || w.applied_of(p) != rec.applied[p];
-      for (uint32_t q = 0; i < extra && q < k; ++q) fits = fits && w.applied_of(q) == rec.applied[q];
+      for (uint32_t q = 0; i < extra && q < k; ++q)
+        fits = fits && w.applied_of(q) == rec.applied[q];
     }
     if (split) {
       // Another parity position names another version of p: only this
@@ -298,8 +301,8 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
     }
     SURGE_RETURN_IF_ERROR(rs->Reconstruct(ptrs, present, want, len).WithContext(what));
     xor_into(bytes.data(), copy[p].data(), len);  // bytes now hold the delta
-    const uint64_t v = rec.applied[p] == 0 ? life_base(view_.own_id(), rec.object_id) + 1
-                                           : rec.applied[p] + 1;
+    const uint64_t v =
+        rec.applied[p] == 0 ? life_base(view_.own_id(), rec.object_id) + 1 : rec.applied[p] + 1;
     std::byte* parity = copy[own].data();
     SURGE_RETURN_IF_ERROR(rs->UpdateOneParity(p, own - k,
                                               reinterpret_cast<const uint8_t*>(bytes.data()),

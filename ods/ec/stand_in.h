@@ -83,9 +83,8 @@ class EcStandIn {
                           const ec::RsCodec& rs, const std::string& what);
   // One window's part [at, at + bytes.size()) of p's chunk; bytes hold the
   // new bytes (in a pool buffer) and are turned into the delta.
-  Result<uint64_t> write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref,
-                              uint64_t at, std::span<std::byte> bytes, bool sync,
-                              const std::string& what);
+  Result<uint64_t> write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
+                              std::span<std::byte> bytes, bool sync, const std::string& what);
 
   ChainedChunks& chained_;
   ChainView& view_;

@@ -121,7 +121,8 @@ class EcDegradedWrite : public ::testing::Test {
       ASSERT_EQ(run_surgectl(*cluster_, "--json chains", &out), 0) << out;
       bool offline = true;
       for (const auto& c : parse_chains(out)) {
-        for (const auto& m : c.members) offline = offline && (m.target != victim || m.state == "offline");
+        for (const auto& m : c.members)
+          offline = offline && (m.target != victim || m.state == "offline");
       }
       if (offline) return;
       ASSERT_LT(std::chrono::steady_clock::now(), give_up)
@@ -221,12 +222,12 @@ TEST_F(EcDegradedWrite, WritesToADownDataPositionLandAndSurviveItsReturn) {
   auto f = (*cl)->open("/ec/f", O_RDWR);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   // Group 0 and 2 are slot 0's: the victim holds their data position 0.
-  ASSERT_EQ(write(**cl, **f, unit_offset(0, 0, 100), 5000, 1), "");        // inside its unit
-  ASSERT_EQ(write(**cl, **f, unit_offset(2, 0, 0), kUnit, 2), "");         // its whole unit
+  ASSERT_EQ(write(**cl, **f, unit_offset(0, 0, 100), 5000, 1), "");         // inside its unit
+  ASSERT_EQ(write(**cl, **f, unit_offset(2, 0, 0), kUnit, 2), "");          // its whole unit
   ASSERT_EQ(write(**cl, **f, unit_offset(2, 0, kUnit - 300), 900, 3), "");  // across to position 1
-  ASSERT_EQ(write(**cl, **f, unit_offset(4, 0, 0), 2 * kGroup, 4), "");    // whole groups
-  ASSERT_EQ(write(**cl, **f, unit_offset(0, 0, 100), 5000, 5), "");        // over the first again
-  ASSERT_EQ(write(**cl, **f, kFileBytes + 1000, 3 * kGroup + 55, 6), "");  // past the end
+  ASSERT_EQ(write(**cl, **f, unit_offset(4, 0, 0), 2 * kGroup, 4), "");     // whole groups
+  ASSERT_EQ(write(**cl, **f, unit_offset(0, 0, 100), 5000, 5), "");         // over the first again
+  ASSERT_EQ(write(**cl, **f, kFileBytes + 1000, 3 * kGroup + 55, 6), "");   // past the end
   ASSERT_TRUE((*cl)->fsync(**f, false).ok());
   ASSERT_TRUE((*cl)->close(*f).ok());
   verify("with data position 0 of slot 0 down");

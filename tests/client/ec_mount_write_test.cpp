@@ -121,7 +121,8 @@ TEST(EcMountWrite, AWriteThatCannotLandFailsItsFsync) {
     n = ::pread(fd, got.data(), got.size(), 0);
     EXPECT_EQ(::close(fd), 0) << "a reader's close got an error: " << std::strerror(errno);
   }
-  ASSERT_EQ(n, static_cast<ssize_t>(got.size())) << "never readable again: " << std::strerror(errno);
+  ASSERT_EQ(n, static_cast<ssize_t>(got.size()))
+      << "never readable again: " << std::strerror(errno);
   EXPECT_TRUE(got == old_bytes) << "the bytes read are not those the file holds";
 }
 

@@ -527,9 +527,9 @@ TEST_F(ChainTableTest, EcDataMemberStoodInForIsRebuiltNotTakenBackAsItIs) {
   ASSERT_TRUE(table_->note_stand_in(note).ok());
   EXPECT_TRUE(chain(cid).members(1).stood_in());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1]}), kNow + 1));  // data 0 too
-  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 2));  // both return
-  EXPECT_EQ(state_of(chain(cid), m[0]), pb::MEMBER_SERVING);  // as it is
-  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);  // rebuilt
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 2));                // both return
+  EXPECT_EQ(state_of(chain(cid), m[0]), pb::MEMBER_SERVING);                 // as it is
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);                 // rebuilt
   pb::ReportChainSyncRequest done;
   done.set_chain_id(cid);
   done.set_chain_version(chain(cid).version());
