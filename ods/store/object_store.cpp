@@ -406,28 +406,45 @@ void ObjectStore::insert_locked(uint64_t id, std::shared_ptr<ObjectFile> obj,
 Result<std::shared_ptr<ObjectFile>> ObjectStore::get(uint64_t id, bool create) {
   // Files closed after the lock: the last references of the evicted, and
   // a file opened twice.
-  std::vector<std::shared_ptr<ObjectFile>> dropped;
-  {
+  for (;;) {
+    std::vector<std::shared_ptr<ObjectFile>> dropped;  // declared first: released after lk
+    uint64_t seen = 0;  // files of id cached by others' opens, when ours began
+    {
+      std::lock_guard lk(cache_mu_);
+      if (auto hit = cached_locked(id, dropped)) return hit;
+      ++opening_[id];
+      auto c = opened_.find(id);
+      if (c != opened_.end()) seen = c->second;
+    }
+    auto opened = open_object(id, create);
     std::lock_guard lk(cache_mu_);
-    if (auto hit = cached_locked(id, dropped)) return hit;
-    ++opening_[id];
+    const bool doomed = doomed_.count(id) != 0;
+    auto c = opened_.find(id);
+    const bool raced = c != opened_.end() && c->second != seen;
+    if (--opening_[id] == 0) {
+      opening_.erase(id);
+      doomed_.erase(id);
+      opened_.erase(id);
+    }
+    SURGE_RETURN_IF_ERROR(opened.status());
+    std::shared_ptr<ObjectFile> obj = std::move(*opened);
+    if (auto hit = cached_locked(id, dropped)) {  // another thread opened it meanwhile
+      dropped.push_back(std::move(obj));
+      return hit;
+    }
+    if (doomed) return obj;  // removed while we opened it: not cached
+    if (raced) {
+      // Another open's file of it was cached while ours opened, and is
+      // gone now: its writes may have come after our file read the
+      // object's size. Opened again (only another cached file makes a
+      // second try open again, so each try is some thread's progress).
+      dropped.push_back(std::move(obj));
+      continue;
+    }
+    insert_locked(id, obj, dropped);
+    if (opening_.count(id) != 0) ++opened_[id];  // those opens may have read the size before
+    return obj;
   }
-  auto opened = open_object(id, create);
-  std::lock_guard lk(cache_mu_);
-  const bool doomed = doomed_.count(id) != 0;
-  if (--opening_[id] == 0) {
-    opening_.erase(id);
-    doomed_.erase(id);
-  }
-  SURGE_RETURN_IF_ERROR(opened.status());
-  std::shared_ptr<ObjectFile> obj = std::move(*opened);
-  if (auto hit = cached_locked(id, dropped)) {  // another thread opened it meanwhile
-    dropped.push_back(std::move(obj));
-    return hit;
-  }
-  if (doomed) return obj;  // removed while we opened it: not cached
-  insert_locked(id, obj, dropped);
-  return obj;
 }
 
 size_t ObjectStore::open_objects() const {

@@ -205,11 +205,16 @@ class ObjectStore {
   // on the transport thread). opening_ counts the opens of each object
   // under way outside the lock; an object remove()d meanwhile is in doomed_
   // until its last open ends, and that open's file is handed out but not
-  // cached (it may be unlinked).
+  // cached (it may be unlinked). opened_ counts, per object with opens
+  // under way, the files of it cached since: an open that ends with no
+  // file of the object cached or in use, but with a file cached by another
+  // open since it began, opens again (the file it read the size of may
+  // have been written through the other's since, and is gone).
   mutable std::mutex cache_mu_;
   std::unordered_map<uint64_t, std::weak_ptr<ObjectFile>> evicted_;
   std::unordered_map<uint64_t, int> opening_;
   std::unordered_set<uint64_t> doomed_;
+  std::unordered_map<uint64_t, uint64_t> opened_;
   std::list<uint64_t> lru_;  // front: most recent
   struct CacheEntry {
     std::shared_ptr<ObjectFile> obj;

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -456,22 +457,29 @@ TEST(ObjectStore, RacingFirstWritesToNewObjectsShareEachObjectsFile) {
   }
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
+  std::mutex first_mu;
+  std::string first;  // the first failure
+  auto failed = [&](const Status& st) {
+    failures.fetch_add(1);
+    std::lock_guard lk(first_mu);
+    if (first.empty()) first = st.ToString();
+  };
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (uint64_t id = 1; id <= kObjects; ++id) {
         auto st =
             write_bytes(*s, id, t * kSlice, pattern(kSlice, static_cast<uint32_t>(id * 10 + t)));
-        if (!st.ok()) failures.fetch_add(1);
+        if (!st.ok()) failed(st.status());
       }
     });
   }
   threads.emplace_back([&] {
     for (uint64_t id = 1000; id < 1000 + kDoomed; ++id) {
-      if (!s->remove(id).ok()) failures.fetch_add(1);
+      if (auto st = s->remove(id); !st.ok()) failed(st.status());
     }
   });
   for (auto& th : threads) th.join();
-  ASSERT_EQ(failures.load(), 0);
+  ASSERT_EQ(failures.load(), 0) << "the first: " << first;
   for (uint64_t id = 1; id <= kObjects; ++id) {
     std::vector<std::byte> want;
     for (int t = 0; t < kThreads; ++t) {
