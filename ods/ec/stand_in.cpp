@@ -216,14 +216,16 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
   copy[own].resize(len);
   copy[p].resize(len);
   std::vector<PositionWindow> read(n);
+  std::vector<uint32_t> reads = data;  // data copies first, then the other parity positions
+  reads.insert(reads.end(), others.begin(), others.end());
   for (int attempt = 0; attempt < kFitAttempts; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(kFitPause);
     // Read without the order (a data position's delta to this parity
     // needs it); checked against the parity once it is held. Data copies
     // clean only: a dirty one's bytes may not be of the version it names.
     bool dirty = false;
-    for (uint32_t i : data) {
-      auto w = read_position(forwarder_, place, i, {key_p.ino, key_p.slot, i}, at, copy[i], true);
+    for (uint32_t i : reads) {
+      auto w = read_position(forwarder_, place, i, {key_p.ino, key_p.slot, i}, at, copy[i], i < k);
       if (!w.ok() && w.status().code() == Code::kChunkDirty) {
         dirty = true;
         break;
@@ -231,17 +233,6 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
       if (!w.ok()) return w.status().WithContext(what);
       std::memset(copy[i].data() + w->length, 0, len - w->length);
       read[i] = std::move(*w);
-    }
-    for (uint32_t j : others) {
-      if (dirty) break;
-      auto w = read_position(forwarder_, place, j, {key_p.ino, key_p.slot, j}, at, copy[j]);
-      if (!w.ok() && w.status().code() == Code::kChunkDirty) {
-        dirty = true;
-        break;
-      }
-      if (!w.ok()) return w.status().WithContext(what);
-      std::memset(copy[j].data() + w->length, 0, len - w->length);
-      read[j] = std::move(*w);
     }
     if (dirty) continue;
     std::optional<UpdateOrder::Guard> order(std::in_place, chained_.order(), key_own);
