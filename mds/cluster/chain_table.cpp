@@ -623,20 +623,25 @@ Status ChainTable::note_stand_in(const pb::NoteStandInRequest& req) {
 }
 
 bool ChainTable::placeable(const pb::Chain& c, const std::map<uint32_t, TargetView>& t) const {
-  if (!c.placement() || count_state(c, pb::MEMBER_SERVING) == 0) return false;
-  // An EC chain's positions are all needed: a new file on a chain with an
-  // offline position would hold only K + M - 1 of its chunks from its
-  // first byte, one loss closer to M + 1, so such chains take no new file.
-  const bool ec = c.scheme() == pb::SCHEME_EC;
+  const int serving = count_state(c, pb::MEMBER_SERVING);
+  if (!c.placement() || serving == 0) return false;
+  // An EC chain with a position out of the write chain takes new files
+  // only while K + 1 positions serve (Ceph's min_size for EC pools): the
+  // stand-in writes the missing data position's bytes into the parity, and
+  // the file is born with one loss to spare. With fewer, a new file would
+  // be born with none; with K + M equal to the targets, refusing them all
+  // made every create in an EC directory NoSpace while one server was down.
+  bool position_out = false;
   for (const auto& m : c.members()) {
     if (!in_write_chain(m)) {
-      if (ec) return false;
+      position_out = true;
       continue;
     }
     auto it = t.find(m.target_id());
     if (it == t.end() || !it->second.placeable()) return false;
   }
-  return true;
+  return !(c.scheme() == pb::SCHEME_EC && position_out &&
+           serving < static_cast<int>(c.ec_data()) + 1);
 }
 
 std::vector<uint32_t> ChainTable::pick(const ChainShape& shape, uint32_t chain_count,

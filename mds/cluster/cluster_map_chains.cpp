@@ -58,10 +58,15 @@ Result<pb::Layout> ClusterMap::pick_chain_layout(uint32_t stripe_size, uint32_t 
   }
   std::vector<uint32_t> picked = chains_.pick(shape, std::max<uint32_t>(1, stripe_count), views_locked());
   if (picked.empty()) {
+    const std::string ec_rule =
+        shape.scheme == pb::SCHEME_EC
+            ? ", or fewer than " + std::to_string(shape.ec_data + 1) + " positions serving"
+            : "";
     return Status::NoSpace("no chain of " + shape.describe() +
                            " can take a new file: every one has a member that is down, full "
-                           "or draining (" +
-                           std::to_string(targets_.size()) + " data servers known)");
+                           "or draining" +
+                           ec_rule + " (" + std::to_string(targets_.size()) +
+                           " data servers known)");
   }
   pb::Layout l;
   l.set_format(2);

@@ -18,9 +18,9 @@
 # writes: files written to /ecdeg and kept, read back and written over
 # (healthy), then data server 0 killed (it holds a position of every EC
 # chain) and the same by a fresh client: reads rebuild its positions from
-# K others, writes of its data positions go to their stand-ins (a new EC
-# file cannot be placed while a chain misses a member, so these overwrite
-# the kept files).
+# K others, writes of its data positions go to their stand-ins; and fresh
+# files written and read in /ecfresh the same way, healthy and with the
+# server killed (placed on chains with its position out: K + 1 serve).
 # Each figure is the best of REPEAT runs (other load only makes a run slower).
 #   SIZE=1g JOBS=2 REPEAT=3 bash tests/client/bench_ec.sh [BUILD_DIR]
 # Needs root (tmpfs).
@@ -49,12 +49,13 @@ per=$(($(bytes "$SIZE") / JOBS))
 "$CLUSTER" start --dir "$DIR" --build "$BUILD" --port "$PORT" --ods 6 --tmpfs 12g >/dev/null
 echo "cluster up in $DIR (6 data servers, object stores on tmpfs); $SIZE per phase over $JOBS tasks"
 ctl() { "$BUILD/tools/surgectl" --mds "$MDS" --key-file "$KEY" "$@"; }
-for d in r1 r3 ec ec1m ecdeg; do mkdir -p "$DIR/mnt/$d"; done
+for d in r1 r3 ec ec1m ecdeg ecfresh; do mkdir -p "$DIR/mnt/$d"; done
 ctl setstripe --size 1048576 --count 6 --replicas 1 /r1
 ctl setstripe --size 1048576 --count 6 --replicas 3 /r3
 ctl setstripe --count 2 --ec 4+2 /ec
 ctl setstripe --size 1048576 --count 2 --ec 4+2 /ec1m
 ctl setstripe --count 2 --ec 4+2 /ecdeg
+ctl setstripe --count 2 --ec 4+2 /ecfresh
 
 bench() {  # dir [flags]
   local d=$1
@@ -115,6 +116,10 @@ for _ in $(seq 1 "$REPEAT"); do
   keep_best "deg,healthy" "$(rate "$out" read)"
   out=$(bench ecdeg -w -e -k) || { echo "bench_ec: writing over /ecdeg failed: $out" >&2; exit 1; }
   keep_best "deg,healthy-w" "$(rate "$out" write)"
+  wait_space_back
+  out=$(bench ecfresh -e) || { echo "bench_ec: fresh files in /ecfresh failed: $out" >&2; exit 1; }
+  keep_best "fresh,healthy-w" "$(rate "$out" write)"
+  keep_best "fresh,healthy" "$(rate "$out" read)"
 done
 kill -KILL "$(cat "$DIR/run/ods0.pid")"
 for _ in $(seq 1 "$REPEAT"); do
@@ -123,6 +128,12 @@ for _ in $(seq 1 "$REPEAT"); do
   out=$(bench ecdeg -w -e -k) ||
     { echo "bench_ec: degraded write over /ecdeg failed: $out" >&2; exit 1; }
   keep_best "deg,degraded-w" "$(rate "$out" write)"
+  # No wait for the space here: the killed server's chunks of removed
+  # files stay orphans until it returns.
+  out=$(bench ecfresh -e) ||
+    { echo "bench_ec: fresh files in /ecfresh with a server down failed: $out" >&2; exit 1; }
+  keep_best "fresh,degraded-w" "$(rate "$out" write)"
+  keep_best "fresh,degraded" "$(rate "$out" read)"
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
@@ -140,3 +151,7 @@ printf "%-30s %12s %12s\n" "ec kept files, healthy" "${R[deg,healthy-w]:-0}" "${
 printf "%-30s %12s %12s\n" "ec, data server 0 killed" "${R[deg,degraded-w]:-0}" "${R[deg,degraded]:-0}"
 printf "%-30s %12s %12s\n" "degraded / healthy" "$(ratio "${R[deg,degraded-w]:-0}" "${R[deg,healthy-w]:-0}")" \
   "$(ratio "${R[deg,degraded]:-0}" "${R[deg,healthy]:-0}")"
+printf "%-30s %12s %12s\n" "ec fresh files, healthy" "${R[fresh,healthy-w]:-0}" "${R[fresh,healthy]:-0}"
+printf "%-30s %12s %12s\n" "ec fresh, server 0 killed" "${R[fresh,degraded-w]:-0}" "${R[fresh,degraded]:-0}"
+printf "%-30s %12s %12s\n" "degraded / healthy" "$(ratio "${R[fresh,degraded-w]:-0}" "${R[fresh,healthy-w]:-0}")" \
+  "$(ratio "${R[fresh,degraded]:-0}" "${R[fresh,healthy]:-0}")"

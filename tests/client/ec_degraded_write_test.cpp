@@ -16,6 +16,9 @@
 //   position is down, one into the down position's units (stand-in) and
 //   one into the others' (parity deltas from their data positions); then
 //   the same checks.
+// * A file created while the position is down is placed on the chains
+//   with it out (K + 1 positions serve) and written whole through the
+//   stand-in; the same checks.
 // * After writes through the stand-in, two more servers go, so fewer than
 //   K positions serve, and the first one returns before them: the MDS
 //   takes returning data members back as they are then (none can be
@@ -169,8 +172,8 @@ class EcDegradedWrite : public ::testing::Test {
   void verify(const std::string& when) {
     auto cl = cluster_->connect(sanitizer_scaled(10000));
     ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    auto f = (*cl)->open("/ec/f", O_RDONLY);
-    ASSERT_TRUE(f.ok()) << when << ": " << f.status().ToString();
+    auto f = (*cl)->open(path_, O_RDONLY);
+    ASSERT_TRUE(f.ok()) << when << ": " << path_ << ": " << f.status().ToString();
     std::string got(model_.size() + 4096, '\0');
     auto n = (*cl)->pread(**f, got.data(), got.size(), 0);
     (void)(*cl)->close(*f);
@@ -209,6 +212,7 @@ class EcDegradedWrite : public ::testing::Test {
 
   std::unique_ptr<LocalCluster> cluster_;
   std::mutex model_mu_;
+  std::string path_ = "/ec/f";  // the file verify() reads, model_ its bytes
   std::string model_;
   Json layout_;
 };
@@ -304,6 +308,49 @@ TEST_F(EcDegradedWrite, AMemberStoodInForIsNotTakenBackAsItIs) {
   EXPECT_NE(state, "serving") << "target " << victim << " serves data position 0 as it is";
   for (uint32_t t : others) ASSERT_TRUE(cluster_->start_ods(index_of(t)).ok());
   check_after_return(victim, false);
+}
+
+TEST_F(EcDegradedWrite, AFileCreatedWhileAPositionIsDownIsWrittenThroughTheStandIn) {
+  const uint32_t victim = holder(0, 0);
+  kill_and_wait_offline(victim);
+  if (HasFatalFailure()) return;
+  auto cl = cluster_->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  // Every chain holds all six targets, so each new file has the victim in
+  // some position of each slot; placement rotates them, and a few files
+  // give one where it holds data position 0..3 of slot 0.
+  std::string out;
+  for (int i = 0; i < 12 && path_ == "/ec/f"; ++i) {
+    const std::string path = "/ec/g" + std::to_string(i);
+    auto f = (*cl)->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_TRUE(f.ok()) << "create of " << path << " with target " << victim
+                        << " down: " << f.status().ToString();
+    ASSERT_TRUE((*cl)->close(*f).ok());
+    ASSERT_EQ(run_surgectl(*cluster_, "--json getstripe " + path, &out), 0) << out;
+    const Json positions = Json::parse(out).at("slots")[0].at("positions");
+    for (uint32_t p = 0; p < kData; ++p) {
+      if (positions[p].at("target").get<uint32_t>() != victim) continue;
+      EXPECT_EQ(positions[p].at("state").get<std::string>(), "offline") << path << ": " << out;
+      path_ = path;
+    }
+  }
+  ASSERT_NE(path_, "/ec/f") << "no new file had target " << victim
+                            << " in a data position of slot 0";
+  model_.clear();
+  auto f = (*cl)->open(path_, O_RDWR);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  // Whole groups as a writer streams them (1 MiB), then a partial group at
+  // the end and a range inside the first group written over.
+  for (uint64_t off = 0; off < 6 * kGroup; off += 1 << 20) {
+    ASSERT_EQ(write(**cl, **f, off, std::min<uint64_t>(1 << 20, 6 * kGroup - off), 400 + off), "");
+  }
+  ASSERT_EQ(write(**cl, **f, 6 * kGroup, kGroup / 2 + 99, 401), "");
+  ASSERT_EQ(write(**cl, **f, 3000, 2 * kUnit, 402), "");
+  ASSERT_TRUE((*cl)->fsync(**f, false).ok());
+  ASSERT_TRUE((*cl)->close(*f).ok());
+  verify("created and written with target " + std::to_string(victim) + " down");
+  if (HasFailure()) return;
+  check_after_return(victim);
 }
 
 }  // namespace

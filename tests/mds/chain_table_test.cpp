@@ -472,14 +472,41 @@ TEST_F(ChainTableTest, EcPlacementAvoidsDownFullAndDrainingTargets) {
   }
 }
 
-// Unlike a replicated chain (DegradedChainsStillPlaceWhenNoHealthyOneIsLeft),
-// an EC chain with an offline position takes no new file: it would be
-// born one loss closer to M + 1.
-TEST_F(ChainTableTest, EcChainWithAnOfflinePositionTakesNoNewFile) {
+// An EC chain with an offline position takes new files only while K + 1
+// positions serve: a 2+1 chain with one out would give a new file no loss
+// to spare.
+TEST_F(ChainTableTest, EcChainWithFewerThanKPlusOneServingTakesNoNewFile) {
   ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
   ASSERT_FALSE(table_->pick(ec(2, 1), 1, views({1, 2, 3})).empty());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {2}), kNow));
   EXPECT_TRUE(table_->pick(ec(2, 1), 1, views({1, 2, 3}, {2})).empty());
+}
+
+// With K + M equal to the targets every chain holds every target: one down
+// leaves K + 1 serving in each (4+2), and new files still go to them (the
+// stand-in takes the offline position's writes); a second down leaves K,
+// and they take none.
+TEST_F(ChainTableTest, EcChainsWithOneOfMPositionsOutStillTakeNewFiles) {
+  ASSERT_TRUE(*table_->form(ec(4, 2), {1, 2, 3, 4, 5, 6}, kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3, 4, 5, 6}, {3}), kNow));
+  auto picked = table_->pick(ec(4, 2), 2, views({1, 2, 3, 4, 5, 6}, {3}));
+  ASSERT_EQ(picked.size(), 2u);
+  for (uint32_t cid : picked)
+    EXPECT_EQ(state_of(chain(cid), 3), pb::MEMBER_OFFLINE) << "chain " << cid;
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3, 4, 5, 6}, {3, 5}), kNow + 1));
+  EXPECT_TRUE(table_->pick(ec(4, 2), 1, views({1, 2, 3, 4, 5, 6}, {3, 5})).empty());
+}
+
+// Where healthy EC chains are enough, a chain with a position out takes no
+// new file (born with a loss already, its writes slower by the stand-in).
+TEST_F(ChainTableTest, EcPlacementPrefersChainsWithEveryPositionServing) {
+  ASSERT_TRUE(*table_->form(ec(4, 2), {1, 2, 3, 4, 5, 6, 7, 8}, kNow));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3, 4, 5, 6, 7, 8}, {8}), kNow));
+  for (int i = 0; i < 40; ++i) {
+    auto picked = table_->pick(ec(4, 2), 1, views({1, 2, 3, 4, 5, 6, 7, 8}, {8}));
+    ASSERT_EQ(picked.size(), 1u);
+    EXPECT_EQ(state_of(chain(picked[0]), 8), pb::MEMBER_UNKNOWN) << "chain " << picked[0];
+  }
 }
 
 // An EC chain with fewer than K members serving can rebuild nobody (a

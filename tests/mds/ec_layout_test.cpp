@@ -2,8 +2,9 @@
 // setstripe with scheme EC gives new files format 2 layouts of K+M chains
 // whose members are distinct targets, inherited by subdirectories; K+M
 // beyond the data servers is refused; a directory switches between
-// replicated and EC (it is one or the other); a chain with a down member
-// (tests/mds/chain_table_test.cpp) takes no new EC file; and the layout survives an MDS restart.
+// replicated and EC (it is one or the other); which chains with a position
+// out take new EC files is tests/mds/chain_table_test.cpp's; and the layout
+// survives an MDS restart.
 #include <map>
 #include <set>
 
