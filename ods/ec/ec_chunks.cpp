@@ -96,7 +96,8 @@ EcChunks::EcChunks(ChainedChunks& chained, ChainView& view, ChainForwarder& forw
           chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); },
           [this](const ChunkKey& key) { kept_.erase(key); }, lagging_),
       stand_in_(
-          chained, view, forwarder, [this](const ChainPlace& p) { return codec(p); }, lagging_,
+          chained, view, forwarder, pool, [this](const ChainPlace& p) { return codec(p); },
+          lagging_,
           [this](const ChainPlace& as_source, const pb::ChunkRef& ref, uint64_t at,
                  std::span<const std::byte> delta, uint64_t v, uint64_t truncate_seq, bool sync,
                  uint64_t skip) {

@@ -36,10 +36,11 @@ std::string member_text(const ChainPlace& place, uint32_t i) {
 }  // namespace
 
 EcStandIn::EcStandIn(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
-                     CodecOf codec, LaggingParity& lagging, SendDeltas send)
+                     net::BufferPool& pool, CodecOf codec, LaggingParity& lagging, SendDeltas send)
     : chained_(chained),
       view_(view),
       forwarder_(forwarder),
+      pool_(pool),
       codec_(std::move(codec)),
       lagging_(lagging),
       send_(std::move(send)) {}
@@ -99,6 +100,7 @@ Status EcStandIn::write(net::RpcContext& ctx, const pb::WriteRequest& req, const
                                " needed to rebuild its bytes");
   }
   SURGE_RETURN_IF_ERROR(noted(place, p, what));
+  SURGE_RETURN_IF_ERROR(cut(place, req.ref(), what));
   const uint64_t off = req.offset(), len = req.length();
   const size_t cap = buf.capacity();
   SURGE_RETURN_IF_ERROR(check_write_request(
@@ -121,10 +123,7 @@ Status EcStandIn::write(net::RpcContext& ctx, const pb::WriteRequest& req, const
         pbytes ? std::span<const uint32_t>(req.piece_crc32c().data() + first_piece, npieces)
                : std::span<const uint32_t>(whole_crc);
     SURGE_RETURN_IF_ERROR(pull_verified(ctx, done, at, n, pbytes, crcs, buf.data(), what).status());
-    // Synced on every parity position before the reply, sync asked or
-    // not: the parity is the new bytes' only copy, and a client's fsync
-    // skips a position that is down.
-    SURGE_ASSIGN_OR_RETURN(version, write_unit(place, req.ref(), at, {buf.data(), n}, true, what));
+    SURGE_ASSIGN_OR_RETURN(version, write_unit(place, req.ref(), at, {buf.data(), n}, false, what));
     first_piece += npieces;
     done += n;
   }
@@ -180,9 +179,45 @@ Status EcStandIn::complete_lagging(const ChainPlace& place, const ChainPlace& as
                              std::to_string(p) + " (" + std::to_string(kFitAttempts) + " tries)");
 }
 
+Status EcStandIn::cut(const ChainPlace& place, const pb::ChunkRef& ref, const std::string& what) {
+  if (ref.truncate_seq() == 0) return Status::OK();
+  const uint32_t p = ref.position(), own = place.ec_position;
+  const ChunkKey key_own{ref.ino(), ref.slot(), own};
+  // Read without the order: only whether a cut may be needed, and how far
+  // the parity (so any data position's bytes) reaches. Each window checks
+  // again under the order.
+  SURGE_ASSIGN_OR_RETURN(auto found, chained_.record(key_own, ref_in_chain(place, key_own), false));
+  if (!found) return Status::OK();  // no parity: p holds nothing either
+  const ChunkRecord& rec = *found;
+  if (rec.applied_count != place.ec_data) return Status::OK();  // write_unit reports it
+  if (ref.truncate_seq() <= std::max(rec.applied_truncate[p], rec.truncate_seq))
+    return Status::OK();
+  SURGE_ASSIGN_OR_RETURN(uint64_t held, chained_.chunks().size(rec));
+  const uint64_t size = ref.truncate_size();
+  if (held <= size) return Status::OK();
+  const std::string cutting = what + " (cutting position " + std::to_string(p) + " to " +
+                              std::to_string(size) + " for truncate generation " +
+                              std::to_string(ref.truncate_seq()) + " on its behalf)";
+  SURGE_ASSIGN_OR_RETURN(net::PoolBuffer buf, pool_.acquire(kCutWindow, std::chrono::seconds(30)));
+  // Windows of the write path's alignment, from the end backwards as a
+  // data position cuts.
+  for (uint64_t end = held; end > size;) {
+    const uint64_t at = std::max(size, (end - 1) / kCutWindow * kCutWindow);
+    std::memset(buf.data(), 0, end - at);
+    SURGE_RETURN_IF_ERROR(
+        write_unit(place, ref, at, {buf.data(), end - at}, true, cutting).status());
+    end = at;
+  }
+  return Status::OK();
+}
+
 Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkRef& ref,
-                                       uint64_t at, std::span<std::byte> bytes, bool sync,
+                                       uint64_t at, std::span<std::byte> bytes, bool cutting,
                                        const std::string& what) {
+  // Synced on every parity position before the reply, sync asked or not:
+  // the parity is the new bytes' only copy, and a client's fsync skips a
+  // position that is down.
+  constexpr bool sync = true;
   const uint32_t k = place.ec_data, n = k + place.ec_parity, p = ref.position();
   const uint32_t own = place.ec_position;
   const uint64_t len = bytes.size();
@@ -268,16 +303,12 @@ Result<uint64_t> EcStandIn::write_unit(const ChainPlace& place, const pb::ChunkR
     if (!fits) continue;  // a delta landed between the reads and the order
     // The truncate generation p is known to have applied: its last delta's,
     // or this parity's own (the MDS sends a parity position a truncate only
-    // after every data position of its group applied it). A newer one in
-    // the ref is a truncate p has not applied: a write now would be cut
-    // when p's member applies it on its return.
-    const uint64_t p_truncate = std::max(rec.applied_truncate[p], rec.truncate_seq);
-    if (ref.truncate_seq() > p_truncate) {
-      return Status::Unavailable(what + ": the file's truncate generation " +
-                                 std::to_string(ref.truncate_seq()) + " is newer than the one " +
-                                 "position " + std::to_string(p) + " applied (" +
-                                 std::to_string(p_truncate) + "); its member applies it when back");
-    }
+    // after every data position of its group applied it). A cut goes under
+    // it and ends once p has applied the ref's (another write's cut came
+    // first); a write after cut() records the ref's.
+    uint64_t p_truncate = std::max(rec.applied_truncate[p], rec.truncate_seq);
+    if (cutting && ref.truncate_seq() <= p_truncate) return rec.applied[p];
+    if (!cutting) p_truncate = std::max(p_truncate, ref.truncate_seq());
     // p's bytes as the group holds them: from the copies read and this
     // parity's own bytes.
     SURGE_RETURN_IF_ERROR(read_range(chunks, rec, at, copy[own], what));

@@ -25,6 +25,13 @@
 // is" when fewer than K positions serve; it is rebuilt like any returning
 // member.
 //
+// A truncate the MDS sent while p's member was away stopped there (the
+// intent waits for p); a write naming it comes to the stand-in, which
+// first cuts p's bytes past the truncate's size on p's behalf, as p
+// itself would (EcChunks::cut): each window's delta is the bytes cut, sent
+// as p's update under the truncate generation p had applied. The write
+// after it records the new generation in the parity.
+//
 // The fence: p's rebuild reads every serving parity position under the
 // new chain version, which makes each learn it before serving the read. A
 // parity chunk read clean was read before any stand-in update that could
@@ -61,8 +68,8 @@ class EcStandIn {
       std::function<Status(const ChainPlace& as_source, const proto::ods::ChunkRef& ref,
                            uint64_t at, std::span<const std::byte> delta, uint64_t v,
                            uint64_t truncate_seq, bool sync, uint64_t skip)>;
-  EcStandIn(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder, CodecOf codec,
-            LaggingParity& lagging, SendDeltas send);
+  EcStandIn(ChainedChunks& chained, ChainView& view, ChainForwarder& forwarder,
+            net::BufferPool& pool, CodecOf codec, LaggingParity& lagging, SendDeltas send);
 
   // The position that stands in for data positions that are down in
   // place's chain: its first SERVING parity position (none: nullopt).
@@ -81,14 +88,20 @@ class EcStandIn {
   // Brings the parity positions to one version of p (roll forward).
   Status complete_lagging(const ChainPlace& place, const ChainPlace& as_p, const ChunkKey& key_p,
                           const ec::RsCodec& rs, const std::string& what);
+  // p's bytes past ref.truncate_size() cut, when ref names a truncate
+  // generation p has not applied (see above).
+  Status cut(const ChainPlace& place, const proto::ods::ChunkRef& ref, const std::string& what);
   // One window's part [at, at + bytes.size()) of p's chunk; bytes hold the
-  // new bytes (in a pool buffer) and are turned into the delta.
+  // new bytes (in a pool buffer) and are turned into the delta. cutting:
+  // bytes are zeros, cutting for ref's truncate generation (nothing done
+  // once p is known to have applied it); otherwise a write, after cut().
   Result<uint64_t> write_unit(const ChainPlace& place, const proto::ods::ChunkRef& ref, uint64_t at,
-                              std::span<std::byte> bytes, bool sync, const std::string& what);
+                              std::span<std::byte> bytes, bool cutting, const std::string& what);
 
   ChainedChunks& chained_;
   ChainView& view_;
   ChainForwarder& forwarder_;
+  net::BufferPool& pool_;
   CodecOf codec_;
   LaggingParity& lagging_;
   SendDeltas send_;

@@ -111,6 +111,7 @@ done
 # Degraded: written once and kept, read healthy, then with a server gone.
 wait_space_back
 out=$(bench ecdeg -w -e -k) || { echo "bench_ec: writing /ecdeg failed: $out" >&2; exit 1; }
+BASE=$(used_mib)  # the kept files stay
 for _ in $(seq 1 "$REPEAT"); do
   out=$(bench ecdeg -r -k) || { echo "bench_ec: reading /ecdeg failed: $out" >&2; exit 1; }
   keep_best "deg,healthy" "$(rate "$out" read)"

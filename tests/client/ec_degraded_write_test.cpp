@@ -19,6 +19,9 @@
 // * A file created while the position is down is placed on the chains
 //   with it out (K + 1 positions serve) and written whole through the
 //   stand-in; the same checks.
+// * The file truncated to 0 and written again while the position is down
+//   (the stand-in cuts the position's chunk first), then past its old end
+//   over a hole that must read as zeros; the same checks.
 // * After writes through the stand-in, two more servers go, so fewer than
 //   K positions serve, and the first one returns before them: the MDS
 //   takes returning data members back as they are then (none can be
@@ -349,6 +352,32 @@ TEST_F(EcDegradedWrite, AFileCreatedWhileAPositionIsDownIsWrittenThroughTheStand
   ASSERT_TRUE((*cl)->fsync(**f, false).ok());
   ASSERT_TRUE((*cl)->close(*f).ok());
   verify("created and written with target " + std::to_string(victim) + " down");
+  if (HasFailure()) return;
+  check_after_return(victim);
+}
+
+// A file truncated while a data position is down (O_TRUNC, as a program
+// rewriting it does) and written again, then past its old end over a
+// hole: the stand-in cuts the down position's chunk on its behalf before
+// the first write (before, the writes failed: the truncate waits for the
+// member, and the stand-in refused writes naming it).
+TEST_F(EcDegradedWrite, AFileTruncatedWhileAPositionIsDownIsWrittenAgain) {
+  const uint32_t victim = holder(0, 0);
+  kill_and_wait_offline(victim);
+  if (HasFatalFailure()) return;
+  auto cl = cluster_->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  auto f = (*cl)->open("/ec/f", O_RDWR | O_TRUNC);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  model_.clear();
+  ASSERT_EQ(write(**cl, **f, 0, 3 * kGroup + 1234, 500), "");
+  ASSERT_EQ(write(**cl, **f, unit_offset(2, 0, 77), 999, 501), "");
+  // Past the old end, over a hole: the old bytes of groups 4..10 must read
+  // as zeros, so the down position's chunk must have been cut.
+  ASSERT_EQ(write(**cl, **f, unit_offset(kGroups - 1, 3, 5), 100, 502), "");
+  ASSERT_TRUE((*cl)->fsync(**f, false).ok());
+  ASSERT_TRUE((*cl)->close(*f).ok());
+  verify("rewritten after a truncate with target " + std::to_string(victim) + " down");
   if (HasFailure()) return;
   check_after_return(victim);
 }
