@@ -158,7 +158,16 @@ void ChainTable::finish() {
   ++version_;
   for (uint32_t id : pending_) {
     auto it = chains_.find(id);
-    if (it != chains_.end()) it->second.set_version(version_);
+    if (it == chains_.end()) continue;
+    pb::Chain& c = it->second;
+    c.set_version(version_);
+    // From this version on writes can land (K serve): a member away misses them.
+    if (c.scheme() == pb::SCHEME_EC &&
+        count_state(c, pb::MEMBER_SERVING) >= static_cast<int>(c.ec_data())) {
+      for (auto& m : *c.mutable_members()) {
+        if (m.state() == pb::MEMBER_OFFLINE) m.set_current_while_away(false);
+      }
+    }
   }
   pending_.clear();
   meta_dirty_ = true;
@@ -365,10 +374,14 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
     if (m.state() == pb::MEMBER_SERVING && count_state(c, pb::MEMBER_SERVING) == 1) {
       c.set_last_serving_target(m.target_id());
     }
+    const bool was_serving = m.state() == pb::MEMBER_SERVING;
     SLOG_WARN("chain {}: target {} is down, {} -> offline", cid, m.target_id(),
-              m.state() == pb::MEMBER_SERVING ? "serving" : "syncing");
+              was_serving ? "serving" : "syncing");
     m.set_state(pb::MEMBER_OFFLINE);
     m.set_since_ms(now_ms);
+    // A syncing one held part of the data only. Cleared by finish() if K
+    // still serve, or serve again while it is away.
+    m.set_current_while_away(ec && was_serving);
     sync_[cid].erase(m.target_id());
     changed = true;
   }
@@ -436,18 +449,23 @@ bool ChainTable::reconcile_chain(pb::Chain& c, const std::map<uint32_t, TargetVi
   // nothing is written to a data position while its member is away
   // (truncates wait for it), so what it holds is current but for an
   // update under way when it went, which its next write completes. Parity
-  // members missed the deltas of writes meanwhile: they sync once K serve.
+  // members missed the deltas of writes meanwhile, unless none could land
+  // since they went (current_while_away: the data servers take no write
+  // with fewer than K serving); the others sync once K serve.
   if (ec && c.moves_size() == 0 &&
       count_state(c, pb::MEMBER_SERVING) < static_cast<int>(c.ec_data())) {
-    for (int i = 0; i < c.members_size() && i < static_cast<int>(c.ec_data()); ++i) {
+    for (int i = 0; i < c.members_size(); ++i) {
       pb::ChainMember* m = c.mutable_members(i);
-      if (m->state() != pb::MEMBER_OFFLINE || !heard(m->target_id()) || m->stood_in()) continue;
+      const bool data = i < static_cast<int>(c.ec_data());
+      if (m->state() != pb::MEMBER_OFFLINE || !heard(m->target_id())) continue;
+      if (!m->current_while_away() && (!data || m->stood_in())) continue;
       m->set_state(pb::MEMBER_SERVING);
       m->set_since_ms(now_ms);
       SLOG_INFO(
-          "chain {}: target {} is back and serves data position {} as it is (fewer than {} "
-          "positions serve, so none can be rebuilt)",
-          cid, m->target_id(), i, c.ec_data());
+          "chain {}: target {} is back and serves {} position {} as it is (fewer than {} "
+          "positions serve, so none can be rebuilt{})",
+          cid, m->target_id(), data ? "data" : "parity", i, c.ec_data(),
+          m->current_while_away() ? ", and none could take a write since it went" : "");
       changed = true;
     }
   }

@@ -60,6 +60,21 @@ Status not_serving(const ChainPlace& place, uint32_t own_id, const std::string& 
                              std::to_string(place.version) + ")");
 }
 
+// Unavailable: fewer than K positions of place's chain serve. A write or
+// cut then could reach too few positions to be rebuilt from, and a member
+// away would miss it with nothing to say so: the MDS takes a member back
+// as it is when no chain version with K serving was made since it went
+// (ChainMember.current_while_away), which holds only if none lands.
+Status too_few_serve(const ChainPlace& place, const std::string& what) {
+  uint32_t serving = 0;
+  for (const auto& m : place.ec_members) serving += m.state == proto::mds::MEMBER_SERVING;
+  if (serving >= place.ec_data) return Status::OK();
+  return Status::Unavailable(what + ": only " + std::to_string(serving) +
+                             " positions of EC chain " + std::to_string(place.chain_id) +
+                             " (version " + std::to_string(place.version) + ") serve, " +
+                             std::to_string(place.ec_data) + " needed for a write to land");
+}
+
 }  // namespace
 
 Status check_ec_position(const pb::ChunkRef& ref, const ChainPlace& place, uint32_t own_id,
@@ -132,6 +147,7 @@ Status EcChunks::write(net::RpcContext& ctx, const pb::WriteRequest& req, const 
   if (req.ec_stand_in()) return stand_in_.write(ctx, req, place, std::move(buf), resp);
   const std::string what = "EC write of " + name_of(req.ref());
   SURGE_RETURN_IF_ERROR(check_ec_position(req.ref(), place, view_.own_id(), what));
+  SURGE_RETURN_IF_ERROR(too_few_serve(place, what));
   const bool parity = place.ec_position >= place.ec_data;
   if (parity && req.ec_group_versions_size() == 0) {
     return Status::InvalidArgument(what + ": position " + std::to_string(place.ec_position) +
@@ -383,6 +399,7 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
   const bool parity = place.ec_position >= place.ec_data;
   // A data position being rebuilt: its copy is stale until then (a cut of
   // it would send the parity a delta of bytes the group does not hold).
+  if (!parity) SURGE_RETURN_IF_ERROR(too_few_serve(place, what));
   if (!parity) SURGE_RETURN_IF_ERROR(rebuilt_first(place, key, what));
   resp.set_chunk_version(0);
   // A chunk never written holds nothing to cut.

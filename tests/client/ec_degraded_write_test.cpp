@@ -382,5 +382,32 @@ TEST_F(EcDegradedWrite, AFileTruncatedWhileAPositionIsDownIsWrittenAgain) {
   check_after_return(victim);
 }
 
+// With fewer than K positions serving no write lands: the data servers
+// refuse it, so a member away then misses nothing and the MDS may take it
+// back as it is (ChainMember.current_while_away). Before, a data position
+// took the write alone, with no parity position left to send it to.
+TEST_F(EcDegradedWrite, NoWriteLandsWhileFewerThanKPositionsServe) {
+  const uint32_t gone[3] = {holder(0, 1), holder(0, 2), holder(0, 3)};
+  for (uint32_t t : gone) {
+    kill_and_wait_offline(t);
+    if (HasFatalFailure()) return;
+  }
+  auto cl = cluster_->connect(kIoTimeoutMs);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  auto f = (*cl)->open("/ec/f", O_RDWR);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  // Data position 0 of slot 0, whose member serves, beside 2 parity only.
+  const std::string bytes = random_bytes(5000, 600);
+  auto w = (*cl)->pwrite(**f, bytes.data(), bytes.size(), unit_offset(0, 0, 100));
+  const Status st = w.ok() ? (*cl)->fsync(**f, false) : w.status();
+  EXPECT_FALSE(st.ok()) << "a write landed with 3 of 6 positions serving";
+  (void)(*cl)->close(*f);
+  for (uint32_t t : gone) ASSERT_TRUE(cluster_->start_ods(index_of(t)).ok());
+  start_and_wait_healthy(gone[0], false);
+  if (HasFatalFailure()) return;
+  verify("after the three members returned");
+  scrub_clean("after the three members returned");
+}
+
 }  // namespace
 }  // namespace surge::test

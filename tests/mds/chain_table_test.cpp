@@ -512,8 +512,9 @@ TEST_F(ChainTableTest, EcPlacementPrefersChainsWithEveryPositionServing) {
 // An EC chain with fewer than K members serving can rebuild nobody (a
 // rebuild reads K others): data members that return are taken back
 // serving as they are (nothing is written to a data position while its
-// member is away), and a parity member, which missed the deltas of writes
-// meanwhile, syncs once K serve.
+// member is away), and so is a parity member that went together with it:
+// no chain version with K serving was made since, so no write landed
+// (EcParityThatMissedWritesIsNotTakenBackAsItIs is the other case).
 TEST_F(ChainTableTest, EcDataMembersReturnServingWhenFewerThanKServe) {
   ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
   const uint32_t cid = with(1).front();
@@ -524,7 +525,7 @@ TEST_F(ChainTableTest, EcDataMembersReturnServingWhenFewerThanKServe) {
   ASSERT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_OFFLINE);
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));  // both return
   EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SERVING);
-  EXPECT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_SYNCING);
+  EXPECT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_SERVING);
 }
 
 // With K members serving, a returning data member syncs as before.
@@ -566,6 +567,47 @@ TEST_F(ChainTableTest, EcDataMemberStoodInForIsRebuiltNotTakenBackAsItIs) {
   ASSERT_TRUE(table_->sync_report(done, kNow + 3).ok());
   EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SERVING);
   EXPECT_FALSE(chain(cid).members(1).stood_in());
+}
+
+// A data member being rebuilt (stood in for) and the parity go: fewer than
+// K serve, so no write can land (the data servers refuse), and the parity,
+// back, missed nothing: it serves as it is, and the rebuild goes on. Before,
+// it waited to sync from K serving, the rebuild waited for it, for good.
+TEST_F(ChainTableTest, EcParityBackAsItIsWhenNoWriteCouldLandSinceItWent) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
+  pb::NoteStandInRequest note;
+  note.set_chain_id(cid);
+  note.set_chain_version(chain(cid).version());
+  note.set_position(1);
+  note.set_stand_in_target_id(m[2]);
+  ASSERT_TRUE(table_->note_stand_in(note).ok());
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));  // data 1 back: rebuilt
+  ASSERT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[2]}), kNow + 2));  // the parity dies
+  ASSERT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_OFFLINE);
+  EXPECT_TRUE(chain(cid).members(2).current_while_away());
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 3));  // and returns
+  EXPECT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);
+}
+
+// A parity member away while K served missed writes: it is not taken back
+// as it is when fewer than K serve later; it syncs once K serve.
+TEST_F(ChainTableTest, EcParityThatMissedWritesIsNotTakenBackAsItIs) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  const auto m = members(chain(cid));
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[2]}), kNow));  // the parity dies: K serve
+  EXPECT_FALSE(chain(cid).members(2).current_while_away());
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1], m[2]}), kNow + 1));  // data 1 too
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow + 2));        // the parity returns
+  EXPECT_NE(state_of(chain(cid), m[2]), pb::MEMBER_SERVING);
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 3));  // data 1 returns as it is
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_SYNCING);
 }
 
 // Only the offline member of a data position, under the chain's version.
