@@ -272,7 +272,11 @@ Status EcChunks::deliver(const ChainPlace& place, const pb::ChunkRef& ref, Chunk
                          std::span<const std::byte> delta, bool sync, const std::string& what,
                          uint64_t skip) {
   const ChunkKey key = key_of(ref);
-  Status sent = send_deltas(place, ref, at, delta, v, truncate_seq, sync, what, skip);
+  // Sent to the parity positions in the write chain only, and committed
+  // then: with fewer than K serving, a parity position away may come back
+  // as it is (current_while_away), so the delta is kept for it instead.
+  Status sent = too_few_serve(place, what);
+  if (sent.ok()) sent = send_deltas(place, ref, at, delta, v, truncate_seq, sync, what, skip);
   if (!sent.ok()) {
     keep_pending(ref, v, at, truncate_seq, delta);
     return sent;
@@ -349,6 +353,7 @@ void EcChunks::send_expired() {
       if (found.ok()) kept_.erase(key);
       continue;
     }
+    if (!too_few_serve(*place, what).ok()) continue;  // kept until K serve (deliver())
     ChunkRecord rec = **found;
     Status st = send_kept(*place, ref, rec, rec.version, 0, what);
     if (!st.ok()) SLOG_WARN("{}", st.ToString());
@@ -397,9 +402,9 @@ Status EcChunks::truncate(const pb::TruncateRequest& req, const ChainPlace& plac
   auto order = chained_.order().lock(key);
   SURGE_RETURN_IF_ERROR(chained_.still_current(place, what));
   const bool parity = place.ec_position >= place.ec_data;
+  if (!parity) SURGE_RETURN_IF_ERROR(too_few_serve(place, what));
   // A data position being rebuilt: its copy is stale until then (a cut of
   // it would send the parity a delta of bytes the group does not hold).
-  if (!parity) SURGE_RETURN_IF_ERROR(too_few_serve(place, what));
   if (!parity) SURGE_RETURN_IF_ERROR(rebuilt_first(place, key, what));
   resp.set_chunk_version(0);
   // A chunk never written holds nothing to cut.
@@ -463,6 +468,8 @@ Status EcChunks::sync(const pb::ChunkRef& ref, const ChainPlace& place) {
 Status EcChunks::send_kept(const ChainPlace& place, const pb::ChunkRef& ref, ChunkRecord& rec,
                            uint64_t upto, uint64_t skip, const std::string& what) {
   const ChunkKey key = key_of(ref);
+  // Kept for a parity position that may come back as it is (deliver()).
+  SURGE_RETURN_IF_ERROR(too_few_serve(place, what));
   // Versions of one chunk's life follow each other: the updates not yet
   // at every parity position are committed_version + 1 .. version.
   while (rec.committed_version < upto) {

@@ -170,7 +170,8 @@ class EcChunks {
   // Under the update order of ref's chunk, once update v (the one after
   // rec.committed_version; its truncate generation truncate_seq) is
   // stored: sends its delta (at `at`, in registered memory) to the parity
-  // positions and commits it, or keeps it for a resend.
+  // positions and commits it, or keeps it for a resend (always while fewer
+  // than K positions serve: a parity position away may return as it is).
   // skip: bit p set for each parity position p known to hold it already.
   Status deliver(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                  uint64_t v, uint64_t truncate_seq, uint64_t at, std::span<const std::byte> delta,
@@ -195,7 +196,7 @@ class EcChunks {
   // Under key's update order: sends the kept (failed or held) deltas of
   // rec's updates after its committed version up to `upto`, oldest first,
   // upto's skipping the parity positions in skip, and commits each; or
-  // Unavailable when one is not kept.
+  // Unavailable when one is not kept, or fewer than K positions serve.
   Status send_kept(const ChainPlace& place, const proto::ods::ChunkRef& ref, ChunkRecord& rec,
                    uint64_t upto, uint64_t skip, const std::string& what);
 
