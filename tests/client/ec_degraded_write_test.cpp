@@ -27,6 +27,9 @@
 //   takes returning data members back as they are then (none can be
 //   rebuilt), but not this one, whose chunks miss what the stand-in took;
 //   it is rebuilt once K serve, and the file reads back.
+// * With three of six positions down (fewer than K serve) a write to a
+//   serving data position fails and lands nowhere: the file reads back
+//   unchanged once they return, and scrub is clean.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
