@@ -594,6 +594,31 @@ TEST_F(ChainTableTest, EcParityBackAsItIsWhenNoWriteCouldLandSinceItWent) {
   EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);
 }
 
+// Session 38's limit: a 2+1 chain whose data member 1 was stood in for
+// loses its parity, then data member 0, and all three restart. The last to
+// serve comes back first, the parity (no write could land since it went)
+// as it is, and the marked member is rebuilt from them; before, the parity
+// waited to sync and the marked member for K to serve, for good.
+TEST_F(ChainTableTest, EcChainStoodInForHealsAfterAWholeRestart) {
+  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+  const uint32_t cid = with(1).front();
+  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
+  pb::NoteStandInRequest note;
+  note.set_chain_id(cid);
+  note.set_chain_version(chain(cid).version());
+  note.set_position(1);
+  note.set_stand_in_target_id(m[2]);
+  ASSERT_TRUE(table_->note_stand_in(note).ok());
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1], m[2]}), kNow + 1));        // the parity
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1], m[2]}), kNow + 2));  // data 0
+  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 3));  // all three restart
+  (void)table_->reconcile(views({1, 2, 3}), kNow + 4);         // anything left in turn
+  EXPECT_EQ(state_of(chain(cid), m[0]), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), m[2]), pb::MEMBER_SERVING);
+  EXPECT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);
+}
+
 // A parity member away while K served missed writes: it is not taken back
 // as it is when fewer than K serve later; it syncs once K serve.
 TEST_F(ChainTableTest, EcParityThatMissedWritesIsNotTakenBackAsItIs) {
