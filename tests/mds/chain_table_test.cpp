@@ -104,6 +104,16 @@ class ChainTableTest : public ::testing::Test {
   const pb::Chain& chain(uint32_t id) const { return *table_->find(id); }
   // The chains of the table whose members include target.
   std::vector<uint32_t> with(uint32_t target) const { return table_->chains_of(target); }
+  // MdsNoteStandIn: the member at stand_in stands in for data position p
+  // of chain cid, under its current version.
+  Status note_stand_in(uint32_t cid, uint32_t p, uint32_t stand_in) {
+    pb::NoteStandInRequest note;
+    note.set_chain_id(cid);
+    note.set_chain_version(chain(cid).version());
+    note.set_position(p);
+    note.set_stand_in_target_id(stand_in);
+    return table_->note_stand_in(note);
+  }
 
   ChainTableOptions opts_;
   std::string dir_;
@@ -547,12 +557,7 @@ TEST_F(ChainTableTest, EcDataMemberStoodInForIsRebuiltNotTakenBackAsItIs) {
   const uint32_t cid = with(1).front();
   const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
-  pb::NoteStandInRequest note;
-  note.set_chain_id(cid);
-  note.set_chain_version(chain(cid).version());
-  note.set_position(1);
-  note.set_stand_in_target_id(m[2]);
-  ASSERT_TRUE(table_->note_stand_in(note).ok());
+  ASSERT_TRUE(note_stand_in(cid, 1, m[2]).ok());
   EXPECT_TRUE(chain(cid).members(1).stood_in());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1]}), kNow + 1));  // data 0 too
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 2));                // both return
@@ -578,12 +583,7 @@ TEST_F(ChainTableTest, EcParityBackAsItIsWhenNoWriteCouldLandSinceItWent) {
   const uint32_t cid = with(1).front();
   const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
-  pb::NoteStandInRequest note;
-  note.set_chain_id(cid);
-  note.set_chain_version(chain(cid).version());
-  note.set_position(1);
-  note.set_stand_in_target_id(m[2]);
-  ASSERT_TRUE(table_->note_stand_in(note).ok());
+  ASSERT_TRUE(note_stand_in(cid, 1, m[2]).ok());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));  // data 1 back: rebuilt
   ASSERT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[2]}), kNow + 2));  // the parity dies
@@ -604,12 +604,7 @@ TEST_F(ChainTableTest, EcChainStoodInForHealsAfterAWholeRestart) {
   const uint32_t cid = with(1).front();
   const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
-  pb::NoteStandInRequest note;
-  note.set_chain_id(cid);
-  note.set_chain_version(chain(cid).version());
-  note.set_position(1);
-  note.set_stand_in_target_id(m[2]);
-  ASSERT_TRUE(table_->note_stand_in(note).ok());
+  ASSERT_TRUE(note_stand_in(cid, 1, m[2]).ok());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1], m[2]}), kNow + 1));        // the parity
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1], m[2]}), kNow + 2));  // data 0
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 3));  // all three restart
