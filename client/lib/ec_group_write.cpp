@@ -76,6 +76,11 @@ std::vector<std::unique_ptr<EcGroupWrite>> EcGroupWrite::take(const IoRequest& r
   return runs;
 }
 
+std::pair<uint32_t, uint32_t> EcGroupWrite::chunks() const {
+  const ChunkPiece& c = rows_.front().data.front().attempt.piece.chunk;
+  return {c.chain_id, c.chunk.slot};
+}
+
 void EcGroupWrite::begin(IoBatch& b) {
   StripeIo& io = *b.io_;
   const IoRequest& r = b.req_;
@@ -125,8 +130,24 @@ void EcGroupWrite::begin(IoBatch& b) {
     for (const Member& d : rows_[i].data)
       sources[i].data.push_back(r.buf + d.attempt.piece.buf_offset);
   }
-  auto parity = ec::encode_rows(**codec, sources, length_);
-  if (parity.ok()) parity_bufs_ = std::move(*parity);
+  parity_from_ = &io.parity_;
+  std::vector<std::byte*> out;
+  for (uint32_t j = 0; j < m; ++j) {
+    parity_bufs_.push_back(io.parity_.take());
+    out.push_back(parity_bufs_.back().get());
+  }
+  // A run lies inside one kMaxPiece window, the size of the buffers.
+  if (length_ > io.parity_.bytes() || !ec::encode_rows(**codec, sources, length_, out).ok()) {
+    for (auto& p : parity_bufs_) io.parity_.give(std::move(p));
+    parity_bufs_.clear();
+  }
+}
+
+EcGroupWrite::~EcGroupWrite() {
+  // Every parity write was waited for (finish_parity) before a batch lets
+  // its runs go, so no request reads these any more.
+  if (parity_from_ == nullptr) return;
+  for (auto& p : parity_bufs_) parity_from_->give(std::move(p));
 }
 
 bool EcGroupWrite::finish_call(IoBatch& b, Member& m, bool record, ods::WriteReply* reply) {

@@ -22,8 +22,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
+#include "client/lib/parity_buffers.h"
 #include "client/lib/stripe_io.h"
 #include "net/proto/mds.pb.h"
 
@@ -31,6 +33,12 @@ namespace surge::client {
 
 class EcGroupWrite {
  public:
+  EcGroupWrite() = default;
+  // Gives the parity buffers back to the client's ParityBuffers.
+  ~EcGroupWrite();
+  EcGroupWrite(const EcGroupWrite&) = delete;
+  EcGroupWrite& operator=(const EcGroupWrite&) = delete;
+
   // Moves the pieces of `pieces` that make full group rows (the K data
   // positions of one chain, slot and chunk range) into writes of runs of
   // rows: consecutive rows of one chunk inside one kMaxPiece-aligned
@@ -40,6 +48,12 @@ class EcGroupWrite {
                                                          std::vector<IoPiece>& pieces);
 
   uint64_t bytes() const { return length_ * data_units_; }
+  // The data chunks the run writes: its chain and slot. Two runs of one
+  // batch with the same chunks (two windows of them) must not be under
+  // way at once: each data position orders their held updates as they
+  // come, the orders may cross between positions, and each run's parity
+  // then waits for the other's (StripeIo::issue_all sends them in waves).
+  std::pair<uint32_t, uint32_t> chunks() const;
 
   // Step 1 into b. When a data position has no serving member the run is
   // given up: its pieces go out as plain writes (b's issue).
@@ -85,7 +99,8 @@ class EcGroupWrite {
   bool given_up_ = false;
   std::vector<Row> rows_;
   std::vector<Member> parity_;
-  std::vector<std::unique_ptr<std::byte[]>> parity_bufs_;  // M, each length_ bytes
+  ParityBuffers* parity_from_ = nullptr;                   // where parity_bufs_ go back
+  std::vector<std::unique_ptr<std::byte[]>> parity_bufs_;  // M, each length_ bytes at least
 };
 
 }  // namespace surge::client

@@ -36,6 +36,7 @@
 
 #include "client/lib/chain_route.h"
 #include "client/lib/cluster_map_cache.h"
+#include "client/lib/parity_buffers.h"
 #include "common/chunk_map.h"
 #include "common/ec/rs_codec.h"
 #include "common/file_layout.h"
@@ -151,6 +152,8 @@ using ReadBatch = IoBatch;
 class StripeIo {
  public:
   static constexpr uint64_t kMaxPiece = 1u << 20;
+  // Parity buffers kept for the next full-group run (16 MiB at most).
+  static constexpr size_t kKeptParityBuffers = 16;
 
   struct Options {
     std::chrono::milliseconds io_timeout{10000};       // an IO, retries included
@@ -217,6 +220,8 @@ class StripeIo {
   Options options_;
   std::mutex codecs_mu_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<ec::RsCodec>> codecs_;
+  // Full-group runs' parity buffers: one window each, a few kept.
+  ParityBuffers parity_{kMaxPiece, kKeptParityBuffers};
 };
 
 }  // namespace surge::client

@@ -3,13 +3,13 @@
 
 namespace surge::ec {
 
-Result<std::vector<std::unique_ptr<std::byte[]>>> encode_rows(const RsCodec& codec,
-                                                              std::span<const RowSources> rows,
-                                                              uint64_t run_length) {
+Status encode_rows(const RsCodec& codec, std::span<const RowSources> rows, uint64_t run_length,
+                   std::span<std::byte* const> parity) {
   const uint32_t k = codec.k(), m = codec.m();
-  std::vector<std::unique_ptr<std::byte[]>> parity(m);
-  // Encode writes every byte of each row's range, and the rows tile the run.
-  for (auto& p : parity) p.reset(new std::byte[run_length]);
+  if (parity.size() != m) {
+    return Status::InvalidArgument("encode of a " + codec.name() + " run into " +
+                                   std::to_string(parity.size()) + " parity buffers");
+  }
   std::vector<const uint8_t*> in(k);
   std::vector<uint8_t*> out(m);
   for (const RowSources& row : rows) {
@@ -21,11 +21,11 @@ Result<std::vector<std::unique_ptr<std::byte[]>>> encode_rows(const RsCodec& cod
     }
     for (uint32_t i = 0; i < k; ++i) in[i] = reinterpret_cast<const uint8_t*>(row.data[i]);
     for (uint32_t j = 0; j < m; ++j) {
-      out[j] = reinterpret_cast<uint8_t*>(parity[j].get() + row.offset);
+      out[j] = reinterpret_cast<uint8_t*>(parity[j] + row.offset);
     }
     SURGE_RETURN_IF_ERROR(codec.Encode(in, out, row.length));
   }
-  return parity;
+  return Status::OK();
 }
 
 }  // namespace surge::ec

@@ -2,14 +2,14 @@
 // client's full-group write computes it while the data is in flight
 // (client/lib/ec_group_write.h). Each row's K data ranges are read in place
 // through pointers into the caller's buffer (no copy builds the parity
-// input); the parity of the whole run lands in M fresh buffers, row r's at
-// its offset in the run, so each parity position gets one contiguous range.
+// input); the parity of the whole run lands in M buffers of the caller's,
+// row r's at its offset in the run, so each parity position gets one
+// contiguous range.
 // ec_bench measures this against ISA-L's own encode on the same buffers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -24,9 +24,9 @@ struct RowSources {
   uint64_t length = 0;
 };
 
-// M buffers of run_length bytes: rows must tile [0, run_length).
-Result<std::vector<std::unique_ptr<std::byte[]>>> encode_rows(const RsCodec& codec,
-                                                              std::span<const RowSources> rows,
-                                                              uint64_t run_length);
+// Into parity: M buffers of run_length bytes at least, every byte of
+// [0, run_length) written when the rows tile it.
+Status encode_rows(const RsCodec& codec, std::span<const RowSources> rows, uint64_t run_length,
+                   std::span<std::byte* const> parity);
 
 }  // namespace surge::ec

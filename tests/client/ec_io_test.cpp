@@ -153,6 +153,32 @@ TEST_F(EcIo, WholeGroupsAreEncodedByTheClient) {
       << out;
 }
 
+// A write that covers two kMaxPiece windows of each data chunk is two
+// full-group runs of the same chunks; they go one after the other (in
+// waves), so every data position orders their updates alike and the
+// parity positions store the client's parity of both. Under way at once,
+// their orders crossed between positions, each run's parity waited for
+// the other's, both were declined after the parity positions' turn wait,
+// and the data servers sent parity deltas instead (16 MiB writes ran at a
+// tenth of the rate of 8 MiB ones).
+TEST_F(EcIo, ARunPerWindowOfAChunkStoresTheClientsParity) {
+  ec_dir("ec", 4, 2);
+  // 64 groups over 2 slots: 32 rows of each data chunk, two 1 MiB windows
+  // (the client's kMaxPiece).
+  const uint64_t window = 1 << 20, group = 4 * kUnit, groups = 2 * 2 * (window / kUnit);
+  const std::string model = random_bytes(group * groups, 17);
+  const double forwards = ods_requests("chain_forward");
+  ASSERT_GE(forwards, 0) << "a data server serves no metrics page";
+  auto f = client_->open("/ec/f", O_RDWR | O_CREAT | O_EXCL, 0644);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(client_->pwrite(**f, model.data(), model.size(), 0).ok());
+  ASSERT_TRUE(client_->fsync(**f, false).ok());
+  ASSERT_TRUE(client_->close(*f).ok());
+  EXPECT_EQ(ods_requests("chain_forward") - forwards, 0.0)
+      << "parity deltas were sent: a parity position declined the client's parity";
+  EXPECT_EQ(read_back("/ec/f", 0, model.size()), model);
+}
+
 // Random overwrites, holes and truncates of one EC file against a model.
 TEST_F(EcIo, RandomOverwritesAndTruncatesMatchAModel) {
   ec_dir("ec", 4, 2);

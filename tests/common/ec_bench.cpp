@@ -66,7 +66,7 @@ void BM_SurgeEncode(benchmark::State& state) {
 
 // The write path's encode (ec::encode_rows, what a client's full-group
 // write runs): one file range of `rows` whole groups in the caller's
-// buffer, K pointers per row into it, parity into fresh buffers per run.
+// buffer, K pointers per row into it, parity into buffers kept between runs.
 // Compared with BM_IsalEncode over as many data bytes: the issue's
 // ">= 0.8 of ISA-L's own rate" for the write path.
 void BM_WritePathEncode(benchmark::State& state) {
@@ -90,10 +90,14 @@ void BM_WritePathEncode(benchmark::State& state) {
     sources[r].length = unit;
     for (uint32_t i = 0; i < k; ++i) sources[r].data.push_back(file.data() + (r * k + i) * unit);
   }
+  // Parity buffers kept from run to run, as the client keeps them
+  // (client/lib/parity_buffers.h).
+  std::vector<std::vector<std::byte>> parity(m, std::vector<std::byte>(len));
+  std::vector<std::byte*> out;
+  for (auto& p : parity) out.push_back(p.data());
   for (auto _ : state) {
-    auto parity = surge::ec::encode_rows(*codec, sources, len);
-    if (!parity.ok()) std::abort();
-    benchmark::DoNotOptimize(parity->data());
+    if (!surge::ec::encode_rows(*codec, sources, len, out).ok()) std::abort();
+    benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * k * len);
