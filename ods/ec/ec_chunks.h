@@ -151,11 +151,12 @@ class EcChunks {
   using Judge = std::function<Turn(const ChunkRecord&)>;
   // Under key's update order (order, released while waiting): the parity
   // chunk's record (made when missing) and judge's verdict on it, once that
-  // is not kEarly or kTurnWait has passed.
+  // is not kEarly or `wait` has passed.
   Result<std::pair<ChunkRecord, Turn>> await_turn(const ChainPlace& place,
                                                   const proto::ods::ChunkRef& ref,
                                                   std::optional<UpdateOrder::Guard>& order,
-                                                  const Judge& judge, const std::string& what);
+                                                  const Judge& judge, const std::string& what,
+                                                  std::chrono::milliseconds wait);
   // One update of [at, at + n) of a data chunk whose new bytes are in buf.
   // sync: the parity positions make the delta durable before replying.
   // hold: keep the delta for a commit instead (held says whether it was).
