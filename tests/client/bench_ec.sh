@@ -13,7 +13,9 @@
 #   ec1m setstripe --ec 4+2 --count 2 --size 1m: every 1 MiB write is one
 #        unit of a group, a parity delta from its data position to both
 #        parity positions (the partial-group path)
-# then IOR-hard-like writes and reads (JOBS tasks interleaving 47,008-byte
+# then r1 and ec with 16 MiB transfers, and through the FUSE mount with 1
+# MiB ones (surge-bench --api posix), then IOR-hard-like
+# writes and reads (JOBS tasks interleaving 47,008-byte
 # records in one shared file) in r1 and ec, then degraded reads and
 # writes: files written to /ecdeg and kept, read back and written over
 # (healthy), then data server 0 killed (it holds a position of every EC
@@ -57,11 +59,11 @@ ctl setstripe --size 1048576 --count 2 --ec 4+2 /ec1m
 ctl setstripe --count 2 --ec 4+2 /ecdeg
 ctl setstripe --count 2 --ec 4+2 /ecfresh
 
-bench() {  # dir [flags]
+bench() {  # dir [flags]; TRANSFER (1m by default) sets the transfer size
   local d=$1
   shift
-  "$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o "/$d" -t 1m \
-    -b "$per" -n "$JOBS" -F --no-progress --json "$@"
+  "$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o "/$d" \
+    -t "${TRANSFER:-1m}" -b "$per" -n "$JOBS" -F --no-progress --json "$@"
 }
 # Removed files' chunks go in the background (the MDS's orphan collector):
 # each run starts on stores as empty as at the start (six chunk indexes
@@ -94,6 +96,26 @@ for _ in $(seq 1 "$MAIN_REPEAT"); do
     out=$(bench "$d" -e) || { echo "bench_ec: surge-bench in /$d failed: $out" >&2; exit 1; }
     keep_best "$d,w" "$(rate "$out" write)"
     keep_best "$d,r" "$(rate "$out" read)"
+  done
+done
+# 16 MiB transfers (two 1 MiB windows of each EC data chunk per write).
+for _ in $(seq 1 "$MAIN_REPEAT"); do
+  for d in r1 ec; do
+    wait_space_back
+    out=$(TRANSFER=16m bench "$d" -e) || { echo "bench_ec: 16 MiB transfers in /$d failed: $out" >&2; exit 1; }
+    keep_best "big-$d,w" "$(rate "$out" write)"
+    keep_best "big-$d,r" "$(rate "$out" read)"
+  done
+done
+# Through the mount (surge-fuse's write behind keeps several batches of a
+# file in flight): fresh files in r1 and ec, the same sizes.
+for _ in $(seq 1 "$MAIN_REPEAT"); do
+  for d in r1 ec; do
+    wait_space_back
+    out=$("$BUILD/tools/surge-bench" --api posix -o "$DIR/mnt/$d" -t 1m -b "$per" -n "$JOBS" -F -e \
+      --no-progress --json) || { echo "bench_ec: surge-bench through the mount in /$d failed: $out" >&2; exit 1; }
+    keep_best "mnt-$d,w" "$(rate "$out" write)"
+    keep_best "mnt-$d,r" "$(rate "$out" read)"
   done
 done
 # IOR hard: 47,008-byte records, task t's j-th at (j * JOBS + t) * 47008.
@@ -144,6 +166,14 @@ for d in r1 r3 ec ec1m; do printf "%-30s %12s %12s\n" "$d" "${R[$d,w]:-}" "${R[$
 printf "%-30s %12s %12s\n" "ec / r1" "$(ratio "${R[ec,w]:-0}" "${R[r1,w]:-0}")" "$(ratio "${R[ec,r]:-0}" "${R[r1,r]:-0}")"
 printf "%-30s %12s %12s\n" "ec / r3" "$(ratio "${R[ec,w]:-0}" "${R[r3,w]:-0}")" "$(ratio "${R[ec,r]:-0}" "${R[r3,r]:-0}")"
 printf "%-30s %12s %12s\n" "ec1m / r1" "$(ratio "${R[ec1m,w]:-0}" "${R[r1,w]:-0}")" "$(ratio "${R[ec1m,r]:-0}" "${R[r1,r]:-0}")"
+printf "%-30s %12s %12s\n" "r1, 16 MiB transfers" "${R[big-r1,w]:-0}" "${R[big-r1,r]:-0}"
+printf "%-30s %12s %12s\n" "ec, 16 MiB transfers" "${R[big-ec,w]:-0}" "${R[big-ec,r]:-0}"
+printf "%-30s %12s %12s\n" "ec / r1, 16 MiB transfers" "$(ratio "${R[big-ec,w]:-0}" "${R[big-r1,w]:-0}")" \
+  "$(ratio "${R[big-ec,r]:-0}" "${R[big-r1,r]:-0}")"
+printf "%-30s %12s %12s\n" "mount r1" "${R[mnt-r1,w]:-0}" "${R[mnt-r1,r]:-0}"
+printf "%-30s %12s %12s\n" "mount ec" "${R[mnt-ec,w]:-0}" "${R[mnt-ec,r]:-0}"
+printf "%-30s %12s %12s\n" "mount ec / r1" "$(ratio "${R[mnt-ec,w]:-0}" "${R[mnt-r1,w]:-0}")" \
+  "$(ratio "${R[mnt-ec,r]:-0}" "${R[mnt-r1,r]:-0}")"
 printf "%-30s %12s %12s\n" "IOR-hard-like r1" "${R[hard-r1,w]:-0}" "${R[hard-r1,r]:-0}"
 printf "%-30s %12s %12s\n" "IOR-hard-like ec" "${R[hard-ec,w]:-0}" "${R[hard-ec,r]:-0}"
 printf "%-30s %12s %12s\n" "IOR-hard-like ec / r1" "$(ratio "${R[hard-ec,w]:-0}" "${R[hard-r1,w]:-0}")" \
