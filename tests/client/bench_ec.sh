@@ -2,8 +2,8 @@
 # Erasure coding's cost, in one run on loopback (issue 16): a local cluster
 # (1 MDS, 6 data servers with their object stores on tmpfs), then libsurge
 # (surge-bench --api native) writing fresh files and reading them back, as
-# IOR does, 1 MiB transfers, JOBS tasks (file per task), in three
-# directories of 1 MiB units:
+# IOR does, 1 MiB transfers, JOBS tasks (file per task), in four
+# directories:
 #   r1   setstripe --replicas 1 --count 6: one copy
 #   r3   setstripe --replicas 3 --count 6: three copies, through the head
 #   ec   setstripe --ec 4+2 --count 2 (256 KiB units, the default with
@@ -14,10 +14,10 @@
 #        unit of a group, a parity delta from its data position to both
 #        parity positions (the partial-group path)
 # then r1 and ec with 16 MiB transfers, and through the FUSE mount with 1
-# MiB ones (surge-bench --api posix), then IOR-hard-like
-# writes and reads (JOBS tasks interleaving 47,008-byte
-# records in one shared file) in r1 and ec, then degraded reads and
-# writes: files written to /ecdeg and kept, read back and written over
+# MiB ones (surge-bench --api posix), then IOR-hard-like writes and reads
+# (JOBS tasks interleaving 47,008-byte records in one shared file) in r1
+# and ec, then degraded reads and writes: files written to /ecdeg and
+# kept, read back and written over
 # (healthy), then data server 0 killed (it holds a position of every EC
 # chain) and the same by a fresh client: reads rebuild its positions from
 # K others, writes of its data positions go to their stand-ins; and fresh
