@@ -90,45 +90,41 @@ rate() {  # json phase
 # ONLY_DEGRADED=1: the degraded part alone.
 MAIN_REPEAT=$REPEAT
 [ "${ONLY_DEGRADED:-0}" = 1 ] && MAIN_REPEAT=0
+# One run of fresh files on stores as empty as at the start: the command
+# (a surge-bench --json run) and its write and read rates kept as KEY,w
+# and KEY,r.
+measure() {  # KEY WHAT COMMAND...
+  local key=$1 what=$2 out
+  shift 2
+  wait_space_back
+  out=$("$@") || { echo "bench_ec: $what failed: $out" >&2; exit 1; }
+  keep_best "$key,w" "$(rate "$out" write)"
+  keep_best "$key,r" "$(rate "$out" read)"
+}
+mount_bench() {  # dir: through the FUSE mount, as bench() does through libsurge
+  "$BUILD/tools/surge-bench" --api posix -o "$DIR/mnt/$1" -t 1m -b "$per" -n "$JOBS" -F -e \
+    --no-progress --json
+}
 for _ in $(seq 1 "$MAIN_REPEAT"); do
-  for d in r1 r3 ec ec1m; do
-    wait_space_back
-    out=$(bench "$d" -e) || { echo "bench_ec: surge-bench in /$d failed: $out" >&2; exit 1; }
-    keep_best "$d,w" "$(rate "$out" write)"
-    keep_best "$d,r" "$(rate "$out" read)"
-  done
+  for d in r1 r3 ec ec1m; do measure "$d" "surge-bench in /$d" bench "$d" -e; done
 done
 # 16 MiB transfers (two 1 MiB windows of each EC data chunk per write).
 for _ in $(seq 1 "$MAIN_REPEAT"); do
-  for d in r1 ec; do
-    wait_space_back
-    out=$(TRANSFER=16m bench "$d" -e) || { echo "bench_ec: 16 MiB transfers in /$d failed: $out" >&2; exit 1; }
-    keep_best "big-$d,w" "$(rate "$out" write)"
-    keep_best "big-$d,r" "$(rate "$out" read)"
-  done
+  for d in r1 ec; do TRANSFER=16m measure "big-$d" "16 MiB transfers in /$d" bench "$d" -e; done
 done
 # Through the mount (surge-fuse's write behind keeps several batches of a
 # file in flight): fresh files in r1 and ec, the same sizes.
 for _ in $(seq 1 "$MAIN_REPEAT"); do
-  for d in r1 ec; do
-    wait_space_back
-    out=$("$BUILD/tools/surge-bench" --api posix -o "$DIR/mnt/$d" -t 1m -b "$per" -n "$JOBS" -F -e \
-      --no-progress --json) || { echo "bench_ec: surge-bench through the mount in /$d failed: $out" >&2; exit 1; }
-    keep_best "mnt-$d,w" "$(rate "$out" write)"
-    keep_best "mnt-$d,r" "$(rate "$out" read)"
-  done
+  for d in r1 ec; do measure "mnt-$d" "surge-bench through the mount in /$d" mount_bench "$d"; done
 done
 # IOR hard: 47,008-byte records, task t's j-th at (j * JOBS + t) * 47008.
 hard_per=$(( (per / 47008) * 47008 ))
+hard_bench() {  # dir
+  "$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o "/$1" \
+    -t 47008 -b "$hard_per" -n "$JOBS" --interleaved -e --no-progress --json
+}
 for _ in $(seq 1 "$MAIN_REPEAT"); do
-  for d in r1 ec; do
-    wait_space_back
-    out=$("$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$KEY" -o "/$d" \
-      -t 47008 -b "$hard_per" -n "$JOBS" --interleaved -e --no-progress --json) ||
-      { echo "bench_ec: IOR-hard-like run in /$d failed: $out" >&2; exit 1; }
-    keep_best "hard-$d,w" "$(rate "$out" write)"
-    keep_best "hard-$d,r" "$(rate "$out" read)"
-  done
+  for d in r1 ec; do measure "hard-$d" "IOR-hard-like run in /$d" hard_bench "$d"; done
 done
 # Degraded: written once and kept, read healthy, then with a server gone.
 wait_space_back

@@ -68,6 +68,15 @@ class EcIo : public ::testing::Test {
     return out;
   }
 
+  // path made (it must not exist) and written whole with bytes, synced.
+  void write_new(const std::string& path, const std::string& bytes) {
+    auto f = client_->open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    ASSERT_TRUE(f.ok()) << path << ": " << f.status().ToString();
+    ASSERT_TRUE(client_->pwrite(**f, bytes.data(), bytes.size(), 0).ok()) << path;
+    ASSERT_TRUE(client_->fsync(**f, false).ok()) << path;
+    ASSERT_TRUE(client_->close(*f).ok()) << path;
+  }
+
   // surge_ods_requests_total{method} summed over the data servers; -1
   // when one serves no page.
   double ods_requests(const std::string& method) {
@@ -127,11 +136,7 @@ TEST_F(EcIo, WholeGroupsAreEncodedByTheClient) {
   const std::string model = random_bytes(group * groups, 99);
   const double commits = ods_requests("ec_commit"), forwards = ods_requests("chain_forward");
   ASSERT_GE(commits, 0) << "a data server serves no metrics page";
-  auto f = client_->open("/ec/f", O_RDWR | O_CREAT | O_EXCL, 0644);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  ASSERT_TRUE(client_->pwrite(**f, model.data(), model.size(), 0).ok());
-  ASSERT_TRUE(client_->fsync(**f, false).ok());
-  ASSERT_TRUE(client_->close(*f).ok());
+  ASSERT_NO_FATAL_FAILURE(write_new("/ec/f", model));
   // 4 data chunks in each of the 2 slots; each commit names the chunk's
   // held updates of the batch. With the parity stored everywhere the
   // client does not wait for the commits: they may still be on their way.
@@ -169,11 +174,7 @@ TEST_F(EcIo, ARunPerWindowOfAChunkStoresTheClientsParity) {
   const std::string model = random_bytes(group * groups, 17);
   const double forwards = ods_requests("chain_forward");
   ASSERT_GE(forwards, 0) << "a data server serves no metrics page";
-  auto f = client_->open("/ec/f", O_RDWR | O_CREAT | O_EXCL, 0644);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  ASSERT_TRUE(client_->pwrite(**f, model.data(), model.size(), 0).ok());
-  ASSERT_TRUE(client_->fsync(**f, false).ok());
-  ASSERT_TRUE(client_->close(*f).ok());
+  ASSERT_NO_FATAL_FAILURE(write_new("/ec/f", model));
   EXPECT_EQ(ods_requests("chain_forward") - forwards, 0.0)
       << "parity deltas were sent: a parity position declined the client's parity";
   EXPECT_EQ(read_back("/ec/f", 0, model.size()), model);

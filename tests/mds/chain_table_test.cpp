@@ -114,6 +114,22 @@ class ChainTableTest : public ::testing::Test {
     note.set_stand_in_target_id(stand_in);
     return table_->note_stand_in(note);
   }
+  // A 2+1 chain over targets 1-3 whose data position 1 died and had its
+  // writes taken by the parity (noted): the chain and its members by
+  // position (data 0, data 1, parity 0).
+  struct StoodIn {
+    uint32_t cid = 0;
+    std::vector<uint32_t> m;
+  };
+  StoodIn ec21_data1_stood_in() {
+    StoodIn s;
+    EXPECT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
+    s.cid = with(1).front();
+    s.m = members(chain(s.cid));
+    EXPECT_TRUE(table_->reconcile(views({1, 2, 3}, {s.m[1]}), kNow));
+    EXPECT_TRUE(note_stand_in(s.cid, 1, s.m[2]).ok());
+    return s;
+  }
 
   ChainTableOptions opts_;
   std::string dir_;
@@ -553,11 +569,8 @@ TEST_F(ChainTableTest, EcDataMemberSyncsWhenKServe) {
 // as it is, even with fewer than K serving; it syncs once K serve, and
 // the mark goes when it serves again.
 TEST_F(ChainTableTest, EcDataMemberStoodInForIsRebuiltNotTakenBackAsItIs) {
-  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
-  const uint32_t cid = with(1).front();
-  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
-  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
-  ASSERT_TRUE(note_stand_in(cid, 1, m[2]).ok());
+  const auto [cid, m] = ec21_data1_stood_in();
+  ASSERT_FALSE(HasFailure());
   EXPECT_TRUE(chain(cid).members(1).stood_in());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1]}), kNow + 1));  // data 0 too
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 2));                // both return
@@ -579,11 +592,8 @@ TEST_F(ChainTableTest, EcDataMemberStoodInForIsRebuiltNotTakenBackAsItIs) {
 // back, missed nothing: it serves as it is, and the rebuild goes on. Before,
 // it waited to sync from K serving, the rebuild waited for it, for good.
 TEST_F(ChainTableTest, EcParityBackAsItIsWhenNoWriteCouldLandSinceItWent) {
-  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
-  const uint32_t cid = with(1).front();
-  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
-  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
-  ASSERT_TRUE(note_stand_in(cid, 1, m[2]).ok());
+  const auto [cid, m] = ec21_data1_stood_in();
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 1));  // data 1 back: rebuilt
   ASSERT_EQ(state_of(chain(cid), m[1]), pb::MEMBER_SYNCING);
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[2]}), kNow + 2));  // the parity dies
@@ -600,11 +610,8 @@ TEST_F(ChainTableTest, EcParityBackAsItIsWhenNoWriteCouldLandSinceItWent) {
 // as it is, and the marked member is rebuilt from them; before, the parity
 // waited to sync and the marked member for K to serve, for good.
 TEST_F(ChainTableTest, EcChainStoodInForHealsAfterAWholeRestart) {
-  ASSERT_TRUE(*table_->form(ec(2, 1), {1, 2, 3}, kNow));
-  const uint32_t cid = with(1).front();
-  const auto m = members(chain(cid));  // by position: data 0, data 1, parity 0
-  ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1]}), kNow));  // data 1 dies
-  ASSERT_TRUE(note_stand_in(cid, 1, m[2]).ok());
+  const auto [cid, m] = ec21_data1_stood_in();
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[1], m[2]}), kNow + 1));        // the parity
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}, {m[0], m[1], m[2]}), kNow + 2));  // data 0
   ASSERT_TRUE(table_->reconcile(views({1, 2, 3}), kNow + 3));  // all three restart
