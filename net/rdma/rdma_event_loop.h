@@ -71,10 +71,11 @@ class RdmaEventLoop {
   void remove_poller(const void* key);
   void run_after(std::chrono::milliseconds delay, std::function<void()> fn);
 
-  // Any thread: runs fn on the loop thread soon.
+  // Any thread: runs fn on the loop thread soon (never, once the loop has
+  // stopped).
   void post(std::function<void()> fn);
   // Any thread: runs fn on the loop thread and waits for it (inline when
-  // already on the loop thread).
+  // already on the loop thread, or once the loop has stopped).
   void run_sync(const std::function<void()>& fn);
 
   // Stops and joins the thread (idempotent). Pending tasks run first.
@@ -85,6 +86,9 @@ class RdmaEventLoop {
   void run();
   void drain_cm_events();
   void run_tasks();
+  // Queues fn for the loop thread; false once the loop has stopped taking
+  // tasks (its last drain is done).
+  bool enqueue(std::function<void()> fn);
 
   std::string name_;
   bool polling_ = false;
@@ -100,6 +104,7 @@ class RdmaEventLoop {
 
   std::mutex task_mu_;
   std::vector<std::function<void()>> tasks_;
+  bool drained_ = false;  // under task_mu_: the thread ran its last tasks
 };
 
 }  // namespace surge::net::rdma

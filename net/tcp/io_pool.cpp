@@ -1,6 +1,7 @@
 #include "net/tcp/io_pool.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -39,16 +40,32 @@ void IoPool::stop() {
   for (auto& g : guards_) g.reset();
   for (auto& c : contexts_) c->stop();
   for (auto& t : threads_) {
-    if (t.joinable()) t.join();
+    if (t.get_id() == std::this_thread::get_id()) {
+      t.detach();  // stopped from one of its own threads (exit() in a handler)
+    } else if (t.joinable()) {
+      t.join();
+    }
   }
   threads_.clear();
 }
 
+// Never destroyed (connections of static owners may outlive any point we
+// could pick), but its threads are stopped at exit, as the RDMA client loop
+// is (net/rdma/rdma_transport.cpp, client_loop): they would otherwise run
+// on, closing and logging, while exit() destroys the statics they touch.
 IoPool& IoPool::client_pool() {
   static IoPool* pool = [] {
     int n = 2;
     if (const char* env = std::getenv("SURGE_NET_CLIENT_IO_THREADS")) n = std::max(1, std::atoi(env));
-    return new IoPool(n, "surge-cli");
+    auto* p = new IoPool(n, "surge-cli");
+    // Before the destructors of the statics made so far (made first: the
+    // logger); not in a child forked later, which has none of the threads.
+    static const pid_t owner = getpid();
+    (void)spdlog::default_logger_raw();
+    std::atexit([] {
+      if (getpid() == owner) pool->stop();
+    });
+    return p;
   }();
   return *pool;
 }

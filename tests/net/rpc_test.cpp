@@ -12,7 +12,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -539,6 +542,50 @@ TEST(RpcProcess, ChannelPoolReconnectsToARestartedServer) {
   req.set_payload("two");
   ASSERT_TRUE((*again)->call<pt::TestEcho>(req, &resp).ok());
   EXPECT_EQ(resp.payload(), "two");
+}
+
+// Whether a thread of this process has the name (/proc/self/task/*/comm).
+bool thread_named(const std::string& name) {
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(t.path() / "comm");
+    std::string comm;
+    if (std::getline(f, comm) && comm == name) return true;
+  }
+  return false;
+}
+
+// The client transport's threads (one process-wide pool) reap the closes of
+// channels just dropped, freeing and logging as they go, so they would run
+// on into exit() while it destroys the statics they touch: over RDMA one
+// freed a device as exit() destroyed the device table, and surgectl died of
+// a double free after its scrub report. In a fresh process (the death
+// test's), a handler registered before the first channel runs after the
+// transport's own exit handler, and finds its first thread gone.
+TEST(RpcProcess, ClientThreadsAreStoppedBeforeExitDestroysStatics) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::atexit([] {
+          if (thread_named(transport_scheme() == "rdma" ? "rdma-client" : "surge-cli-io0")) {
+            _exit(3);
+          }
+        });
+        auto proc = ServerProcess::Start(listen_address());
+        if (proc == nullptr) _exit(4);
+        auto ch = connect_or_die(proc->address());
+        pt::EchoRequest req;
+        req.set_payload("before exit");
+        pt::EchoReply resp;
+        if (ch == nullptr || !ch->call<pt::TestEcho>(req, &resp).ok()) _exit(5);
+        ch.reset();
+        proc.reset();
+        // Without the thread the check above would prove nothing.
+        if (!thread_named(transport_scheme() == "rdma" ? "rdma-client" : "surge-cli-io0")) {
+          _exit(6);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
