@@ -211,22 +211,24 @@ class RdmaClientTransport final : public ClientTransport {
         d.rkey = keys->rkey;
         if (r.length > 0) SURGE_RETURN_IF_ERROR(narrow(ex, r.addr, d));
       } else {
-        // Bounce: a pool buffer when one fits, else a buffer registered for
-        // this call. Never the caller's memory itself: the copy-out happens
-        // only while the caller still waits (see on_message).
+        // Bounce: a free pool buffer when one fits, else a buffer registered
+        // for this call. Never a wait for the pool: the caller may hold the
+        // buffers it would wait for (write behind holds a batch's data in
+        // them while it sends that batch's parity from the heap, and waited
+        // out the whole timeout for each EC group). Never the caller's
+        // memory itself: the copy-out happens only while the caller still
+        // waits (see on_message).
         Bounce b;
         b.region = i;
         b.push = r.access == BulkAccess::kServerPush;
         if (pool_ != nullptr && r.length <= pool_->max_buffer_size()) {
-          auto pb = pool_->acquire(r.length, std::chrono::milliseconds(5000));
-          if (!pb.ok()) {
-            return pb.status().WithContext("rdma: bounce buffer for a " + std::to_string(r.length) +
-                                           "-byte bulk region to " + peer_);
+          if (auto pb = pool_->try_acquire(r.length); pb.ok()) {
+            b.buf = std::move(*pb);
+            b.data = b.buf.data();
+            d.rkey = conn_->device()->find_keys(b.data, r.length)->rkey;
           }
-          b.buf = std::move(*pb);
-          b.data = b.buf.data();
-          d.rkey = conn_->device()->find_keys(b.data, r.length)->rkey;
-        } else {
+        }
+        if (b.data == nullptr) {
           auto tb = conn_->device()->allocate_registered(r.length);
           if (!tb.ok()) return tb.status().WithContext("bulk region for " + peer_);
           b.tmp = std::move(*tb);
