@@ -2,7 +2,8 @@
 // propagation, unknown methods, timeouts (late replies and late bulk data
 // dropped), credits, 1,000 concurrent calls on one connection, many
 // connections, bulk pull/push at every interesting size and unaligned
-// offsets, a server process killed mid-request, reconnection, wrong key.
+// offsets, a server process killed mid-request, reconnection, wrong key,
+// the client's threads stopped at exit.
 //
 // Transport-agnostic on purpose: the same binary runs over RDMA.
 //   default:                        TCP on 127.0.0.1
@@ -554,21 +555,25 @@ bool thread_named(const std::string& name) {
   return false;
 }
 
+// The first thread of the process-wide pool the client transport runs on.
+bool client_thread_alive() {
+  return thread_named(transport_scheme() == "rdma" ? "rdma-client" : "surge-cli-io0");
+}
+
 // The client transport's threads (one process-wide pool) reap the closes of
-// channels just dropped, freeing and logging as they go, so they would run
-// on into exit() while it destroys the statics they touch: over RDMA one
-// freed a device as exit() destroyed the device table, and surgectl died of
-// a double free after its scrub report. In a fresh process (the death
-// test's), a handler registered before the first channel runs after the
-// transport's own exit handler, and finds its first thread gone.
+// channels just dropped, freeing and logging as they go, so they ran on
+// into exit() while it destroyed the statics they touch: over RDMA,
+// surgectl died of a double free at exit after its scrub report (the loop
+// frees devices, erasing them from a table exit() destroys). In a fresh
+// process (the death test's), a handler registered before the first
+// channel runs after the transport's own exit handler, and finds the
+// pool's first thread gone.
 TEST(RpcProcess, ClientThreadsAreStoppedBeforeExitDestroysStatics) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         std::atexit([] {
-          if (thread_named(transport_scheme() == "rdma" ? "rdma-client" : "surge-cli-io0")) {
-            _exit(3);
-          }
+          if (client_thread_alive()) _exit(3);
         });
         auto proc = ServerProcess::Start(listen_address());
         if (proc == nullptr) _exit(4);
@@ -579,10 +584,7 @@ TEST(RpcProcess, ClientThreadsAreStoppedBeforeExitDestroysStatics) {
         if (ch == nullptr || !ch->call<pt::TestEcho>(req, &resp).ok()) _exit(5);
         ch.reset();
         proc.reset();
-        // Without the thread the check above would prove nothing.
-        if (!thread_named(transport_scheme() == "rdma" ? "rdma-client" : "surge-cli-io0")) {
-          _exit(6);
-        }
+        if (!client_thread_alive()) _exit(6);  // else the check at exit proves nothing
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "");
