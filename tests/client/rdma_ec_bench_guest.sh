@@ -5,14 +5,15 @@
 #     tests/client/rdma_ec_bench_guest.sh build
 # 1 MDS and 6 data servers listening on rdma://10.99.0.1, their stores on
 # the guest's tmpfs; libsurge (surge-bench --api native) writes fresh files
-# (1 MiB transfers, a file per task, JOBS tasks, SIZE per phase) and reads
+# (1 MiB transfers, a file per task, JOBS tasks of BLOCK bytes each, in
+# surge-bench's units: 16m) and reads
 # them back, in "/" given replicas 1 and then EC 4+2 (256 KiB units: a
 # 1 MiB write is a whole stripe group, whose parity the client sends from
 # its heap, bounced by the transport). Best of REPEAT runs per row. Soft-RoCE
 # under emulation moves tens of MiB/s: only the ratios mean anything.
 set -u
 BUILD=$(readlink -f "${1:?usage: rdma_ec_bench_guest.sh BUILD_DIR}")
-SIZE=${SIZE:-64m}
+BLOCK=${BLOCK:-32m}
 JOBS=${JOBS:-2}
 REPEAT=${REPEAT:-3}
 H=${SURGE_RDMA_HOST:-10.99.0.1}
@@ -43,16 +44,11 @@ for _ in $(seq 60); do
 done
 ctl status 2>/dev/null | grep -q "targets 6 up of 6" || { cat "$D"/*.log >&2; die "6 data servers not up after 60 s"; }
 
-bytes() {  # 64m -> bytes
-  local v=${1%[kKmMgG]} u=${1: -1}
-  case $u in k|K) echo $((v << 10)) ;; m|M) echo $((v << 20)) ;; g|G) echo $((v << 30)) ;; *) echo "$1" ;; esac
-}
-per=$(($(bytes "$SIZE") / JOBS))
 # One write-then-read run: "WRITE_MIBS READ_MIBS".
 run() {
   local out
   out=$("$BUILD/tools/surge-bench" --api native --mds "$MDS" --key-file "$D/key" -o / -t 1m \
-    -b "$per" -n "$JOBS" -F --no-progress 2>&1) || die "surge-bench failed: $out"
+    -b "$BLOCK" -n "$JOBS" -F --no-progress 2>&1) || die "surge-bench failed: $out"
   echo "$(awk '$1 == "write" {print $4}' <<<"$out") $(awk '$1 == "read" {print $4}' <<<"$out")"
 }
 best() {  # best of REPEAT runs, each column on its own
@@ -65,7 +61,7 @@ best() {  # best of REPEAT runs, each column on its own
   done
   echo "$w $r"
 }
-echo "6 data servers over rdma on $H; $SIZE per phase over $JOBS tasks, best of $REPEAT (MiB/s)"
+echo "6 data servers over rdma on $H; $BLOCK per task, $JOBS tasks, best of $REPEAT (MiB/s)"
 ctl setstripe --replicas 1 --count 6 --size 1048576 / >/dev/null || die "setstripe replicas 1 failed"
 read -r r1w r1r <<<"$(best)"
 ctl setstripe --ec 4+2 --count 2 / >/dev/null || die "setstripe ec 4+2 failed"
